@@ -1,0 +1,34 @@
+# Two entry points: `make run` (embedded default service) and `make test` (lint + suite).
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test worker lint format bench
+
+$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/test.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements/test.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
+	$(PY) -m daphne -b $(HOST) -p $(PORT) procurement.asgi:application
+
+test: $(VENV)/.installed
+	bash scripts/test.sh
+
+worker: $(VENV)/.installed
+	$(VENV)/bin/celery -A workers worker -Q cpu -c 2 --loglevel INFO
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+bench: $(VENV)/.installed
+	$(PY) bench/engine.py

@@ -1,0 +1,1 @@
+"""The procurement negotiation engine and its policies (pure Python: no Django)."""

@@ -1,0 +1,1 @@
+"""Procurement Arena: the Django project package and the core domain app."""

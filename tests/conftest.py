@@ -1,0 +1,122 @@
+"""Shared fixtures: real PostgreSQL, Redis and Celery worker processes when available.
+
+Tests marked ``postgres`` / ``redis`` / ``celery_worker`` are skipped on the embedded
+default. CI sets ARENA_REQUIRE_SERVICES=1, which turns such a skip into a failure, so a
+green CI run really exercised the services.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRE_SERVICES = os.environ.get("ARENA_REQUIRE_SERVICES") == "1"
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} (ARENA_REQUIRE_SERVICES=1 forbids skipping)")
+    pytest.skip(reason)
+
+
+def _is_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+@pytest.fixture(autouse=True)
+def _service_markers(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("postgres") and not _is_postgres():
+        _unavailable("needs PostgreSQL: set DATABASE_URL")
+    needs_redis = request.node.get_closest_marker("redis") or request.node.get_closest_marker(
+        "celery_worker"
+    )
+    if needs_redis and not settings.REDIS_URL:
+        _unavailable("needs Redis: set REDIS_URL")
+
+
+def worker_env(db_name: str | None = None) -> dict[str, str]:
+    """Environment for a child process that must see this test session's database."""
+    env = dict(os.environ)
+    if db_name and settings.DATABASE_URL:
+        db = settings.DATABASES["default"]
+        auth = f"{db['USER']}:{db.get('PASSWORD') or ''}"
+        env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db_name}"
+    env.setdefault("SECRET_KEY", settings.SECRET_KEY)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+class WorkerProcess:
+    """A real ``celery worker`` child process consuming the ``cpu`` and ``gpu`` queues."""
+
+    def __init__(self, env: dict[str, str], name: str, concurrency: int = 2) -> None:
+        self.name = name
+        self.log_path = ROOT / "data" / f"test-worker-{name}.log"
+        self.log_path.parent.mkdir(exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "celery", "-A", "workers", "worker",
+            "-Q", "cpu,gpu", "-c", str(concurrency), "--pool", "prefork",
+            "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+        ]  # fmt: skip
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        from workers import app
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log_path.read_text()[-3000:]}")
+            replies = app.control.ping(timeout=0.5) or []
+            if any(self.name in key for reply in replies for key in reply):
+                return
+        raise TimeoutError(f"worker not ready:\n{self.log_path.read_text()[-3000:]}")
+
+    def child_pids(self) -> list[int]:
+        out = subprocess.run(
+            ["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True, check=False
+        ).stdout
+        return [int(p) for p in out.split()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:
+    """One real worker for the session, connected to the test database and Redis."""
+    if not settings.REDIS_URL:
+        _unavailable("needs Redis: set REDIS_URL")
+    from django.db import connection
+
+    from workers import app
+
+    app.control.purge()  # stale messages of an earlier run must not reach this worker
+    with django_db_blocker.unblock():
+        db_name = connection.settings_dict["NAME"]
+    worker = WorkerProcess(worker_env(db_name), name=f"test{os.getpid()}")
+    try:
+        worker.wait_ready()
+        yield worker
+    finally:
+        worker.stop()

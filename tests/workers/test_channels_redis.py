@@ -1,0 +1,36 @@
+"""channels-redis round trips, including publishing from synchronous worker code."""
+
+import asyncio
+import uuid
+
+import pytest
+from channels.layers import get_channel_layer
+
+from workers.publish import publish_many
+
+pytestmark = pytest.mark.redis
+
+
+async def test_group_round_trip_through_redis() -> None:
+    layer = get_channel_layer()
+    assert type(layer).__name__ == "RedisChannelLayer"
+    group = f"test-{uuid.uuid4().hex}"
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    await layer.group_send(group, {"type": "decision.created", "step": 1})
+    message = await asyncio.wait_for(layer.receive(channel), 5)
+    assert message == {"type": "decision.created", "step": 1}
+    await layer.group_discard(group, channel)
+
+
+async def test_sync_publish_from_a_worker_thread_reaches_subscribers() -> None:
+    layer = get_channel_layer()
+    group = f"test-{uuid.uuid4().hex}"
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    events = [{"type": "decision.created", "step": i} for i in range(3)]
+    # Twice, from different threads: pools must survive between sends.
+    await asyncio.to_thread(publish_many, group, events[:2])
+    await asyncio.to_thread(publish_many, group, events[2:])
+    received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in range(3)]
+    assert [m["step"] for m in received] == [0, 1, 2]

@@ -1,0 +1,104 @@
+"""The embedded default's task runner: worker threads inside the web process.
+
+Tasks run outside the request (the page stays responsive) but in the same process, so the
+in-memory channel layer carries their live events to the page's WebSockets.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Task
+from django.db import close_old_connections
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Job:
+    task: Task
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+class InProcessRunner:
+    """A small FIFO of Celery tasks executed with ``task.apply`` by daemon threads."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self._queue: queue.Queue[_Job] = queue.Queue()
+        self._threads = threads
+        self._workers: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.completed = 0
+        self.failed = 0
+
+    def submit(self, task: Task, args: tuple[Any, ...] = (), kwargs: dict | None = None) -> None:
+        self._ensure_started()
+        self._queue.put(_Job(task, tuple(args), dict(kwargs or {})))
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "threads_alive": sum(t.is_alive() for t in self._workers),
+            "queued": self._queue.qsize(),
+            "completed": self.completed,
+            "failed": self.failed,
+        }
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the queue is drained (tests and shutdown). True when it is."""
+        done = threading.Event()
+
+        def waiter() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=waiter, daemon=True).start()
+        return done.wait(timeout)
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            self._workers = [t for t in self._workers if t.is_alive()]
+            for i in range(len(self._workers), self._threads):
+                thread = threading.Thread(target=self._loop, name=f"arena-worker-{i}", daemon=True)
+                thread.start()
+                self._workers.append(thread)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                close_old_connections()
+                result = job.task.apply(args=job.args, kwargs=job.kwargs)
+                if result.failed():
+                    self.failed += 1
+                    log.error("task %s failed: %s", job.task.name, result.result)
+                else:
+                    self.completed += 1
+            except Exception:  # keep the thread alive whatever a task does
+                self.failed += 1
+                log.exception("task %s crashed", job.task.name)
+            finally:
+                close_old_connections()
+                self._queue.task_done()
+
+
+_runner: InProcessRunner | None = None
+_runner_lock = threading.Lock()
+
+
+def get_runner() -> InProcessRunner:
+    global _runner
+    with _runner_lock:
+        if _runner is None:
+            from django.conf import settings
+
+            _runner = InProcessRunner(threads=getattr(settings, "EMBEDDED_WORKER_THREADS", 1))
+        return _runner
+
+
+def runner_status() -> dict[str, Any]:
+    return get_runner().status()
