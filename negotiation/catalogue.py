@@ -1,0 +1,40 @@
+"""The shipped catalogue of realistic procurement items (negotiation/data/catalogue.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_PATH = Path(__file__).parent / "data" / "catalogue.json"
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueItem:
+    key: str
+    name: str
+    category: str
+    unit: str
+    typical_unit_price: float
+    order_qty_min: int
+    order_qty_max: int
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    items: tuple[CatalogueItem, ...]
+    by_key: dict[str, CatalogueItem]
+    categories: tuple[str, ...]
+    currency: str
+
+    def in_category(self, category: str) -> list[CatalogueItem]:
+        return [i for i in self.items if i.category == category]
+
+
+@lru_cache(maxsize=1)
+def get_catalogue() -> Catalogue:
+    raw = json.loads(_PATH.read_text(encoding="utf-8"))
+    items = tuple(CatalogueItem(**row) for row in raw["items"])
+    cats = tuple(sorted({i.category for i in items}))
+    return Catalogue(items, {i.key: i for i in items}, cats, raw.get("currency", "USD"))

@@ -1,0 +1,224 @@
+"""Scenario configuration: every parameter of the procurement world, validated.
+
+`ScenarioConfig` is plain data (pydantic v2). Top-level fields are scalars so an admin
+form can edit them one by one; only the persona mix and the scheduled disruptions are
+nested. Validation problems are reported as `ScenarioValidationError` with one
+{"field", "message"} entry per problem (pydantic errors and cross-field checks alike).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+PERSONAS: tuple[str, ...] = ("cooperative", "hardball", "deceptive", "distressed")
+DISRUPTION_KINDS: tuple[str, ...] = (
+    "supplier_dark",
+    "budget_cut",
+    "price_spike",
+    "demand_spike",
+    "quality_scandal",
+)
+TIERS: tuple[str, ...] = ("novice", "apprentice", "practitioner", "expert", "master")
+
+
+class ScenarioValidationError(ValueError):
+    """Invalid scenario input. `.errors` is a list of {"field": dotted.path, "message": str}."""
+
+    def __init__(self, errors: list[dict[str, str]]):
+        self.errors = errors
+        lines = [f"{e['field'] or '(scenario)'}: {e['message']}" for e in errors]
+        super().__init__("Invalid scenario: " + "; ".join(lines))
+
+
+class DisruptionSpec(BaseModel):
+    """A scheduled disruption, taking effect at the start of `week` (>= 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    week: int = Field(ge=1, le=104)
+    kind: Literal["supplier_dark", "budget_cut", "price_spike", "demand_spike", "quality_scandal"]
+    # Supplier id ("S03") or category name; None picks one at random (seeded).
+    target: str | None = Field(default=None, max_length=64)
+    # budget_cut: fraction of the total; price_spike: relative jump; scandal: reliability drop.
+    magnitude: float = Field(default=0.2, ge=0.0, le=1.0)
+    # supplier_dark: weeks dark; 0 means for good.
+    duration: int = Field(default=2, ge=0, le=104)
+
+
+class SupplierLLMSpec(BaseModel):
+    """Placeholder for LLM-backed suppliers (used by the LLM layer; rule engine ignores it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["transformers", "vllm", "openai_compatible"] = "transformers"
+    model: str = Field(default="", max_length=300)
+    personas: list[str] = Field(default_factory=list)
+
+
+def _default_mix() -> dict[str, float]:
+    return {"cooperative": 0.4, "hardball": 0.3, "deceptive": 0.15, "distressed": 0.15}
+
+
+class ScenarioConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+
+    name: str = Field(default="custom", min_length=1, max_length=100)
+    description: str = Field(default="", max_length=2000)
+    mode: Literal["arena", "bilateral"] = "arena"
+    curriculum_tier: Literal["novice", "apprentice", "practitioner", "expert", "master"] | None = (
+        None
+    )
+
+    # --- world size and time -------------------------------------------------------
+    n_suppliers: int = Field(default=8, ge=1, le=60)
+    n_requirements: int = Field(default=4, ge=1, le=40)
+    critical_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
+    weeks: int = Field(default=6, ge=1, le=104)
+    actions_per_week: int = Field(default=6, ge=1, le=100)
+    max_steps: int = Field(default=200, ge=1, le=100_000)
+    persona_mix: dict[str, float] = Field(default_factory=_default_mix)
+
+    # --- money, deadlines, approvals ----------------------------------------------
+    # 0 = generous budget (1.4x the ceiling value of all requirements), 1 = tight (0.8x).
+    budget_tightness: float = Field(default=0.3, ge=0.0, le=1.0)
+    # 0 = relaxed deadlines (late in the horizon), 1 = tight (barely after lead times).
+    deadline_tightness: float = Field(default=0.3, ge=0.0, le=1.0)
+    pr_threshold: float = Field(default=50_000.0, ge=0.0)
+    pr_lead_weeks: int = Field(default=1, ge=0, le=52)
+    pr_guardrail: float = Field(default=1.1, ge=1.0, le=3.0)
+    escalations: int = Field(default=2, ge=0, le=100)
+    escalation_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
+    quote_validity_weeks: int = Field(default=1, ge=0, le=52)
+    max_deferrals: int = Field(default=1, ge=0, le=52)
+    holding_cost_rate: float = Field(default=0.01, ge=0.0, le=0.5)
+
+    # --- adversaries and environment -----------------------------------------------
+    market_volatility: float = Field(default=0.02, ge=0.0, le=0.5)
+    market_seasonality: float = Field(default=0.0, ge=0.0, le=0.5)
+    rival_aggression: float = Field(default=0.0, ge=0.0, le=1.0)
+    disruptions: list[DisruptionSpec] = Field(default_factory=list)
+    disruption_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    deception_level: float = Field(default=0.5, ge=0.0, le=1.0)
+    tell_noise: float = Field(default=0.12, ge=0.0, le=1.0)
+
+    # --- score costs ------------------------------------------------------------------
+    invalid_penalty: float = Field(default=0.01, ge=0.0, le=1.0)
+    malformed_penalty: float = Field(default=0.02, ge=0.0, le=1.0)
+    deferral_cost: float = Field(default=0.01, ge=0.0, le=1.0)
+    escalation_cost: float = Field(default=0.02, ge=0.0, le=1.0)
+    failure_cost: float = Field(default=0.1, ge=0.0, le=1.0)
+
+    # --- bilateral family ---------------------------------------------------------------
+    bilateral_item: str = Field(default="random", min_length=1, max_length=64)
+    bilateral_persona: str = Field(default="hardball", min_length=1, max_length=32)
+    bilateral_max_rounds: int = Field(default=8, ge=1, le=50)
+    bilateral_budget_factor: float = Field(default=1.1, gt=0.0, le=10.0)
+    bilateral_cost_factor: float = Field(default=0.7, gt=0.0, le=10.0)
+    bilateral_ask_factor: float = Field(default=1.3, gt=0.0, le=10.0)
+
+    supplier_llm: SupplierLLMSpec | None = None
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> ScenarioConfig:
+        errs = cross_field_errors(self)
+        if errs:
+            raise PydanticCustomError(
+                "scenario_cross_field",
+                "{summary}",
+                {
+                    "summary": "; ".join(f"{e['field']}: {e['message']}" for e in errs),
+                    "errors": errs,
+                },
+            )
+        return self
+
+
+def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
+    """Checks that involve several fields or values pydantic cannot express alone."""
+    from .catalogue import get_catalogue  # local import: catalogue is loaded lazily
+
+    errs: list[dict[str, str]] = []
+
+    def add(field: str, message: str) -> None:
+        errs.append({"field": field, "message": message})
+
+    for key, weight in cfg.persona_mix.items():
+        if key not in PERSONAS:
+            add(f"persona_mix.{key}", f"Unknown persona '{key}'; use one of {', '.join(PERSONAS)}.")
+        elif not isinstance(weight, float | int) or not math.isfinite(weight) or weight < 0:
+            add(f"persona_mix.{key}", "Persona weights must be finite numbers >= 0.")
+    if cfg.mode == "arena" and sum(w for w in cfg.persona_mix.values() if w > 0) <= 0:
+        add("persona_mix", "At least one persona needs a positive weight.")
+    for name in ("pr_threshold",):
+        if not math.isfinite(getattr(cfg, name)):
+            add(name, "Must be a finite number.")
+    if cfg.max_steps < cfg.weeks:
+        add("max_steps", "Must be at least the number of weeks (one action per week).")
+    for i, d in enumerate(cfg.disruptions):
+        if d.week >= cfg.weeks:
+            add(
+                f"disruptions.{i}.week",
+                f"Week {d.week} is outside the horizon of {cfg.weeks} weeks.",
+            )
+    if cfg.mode == "bilateral":
+        if cfg.bilateral_persona not in PERSONAS:
+            add("bilateral_persona", f"Unknown persona; use one of {', '.join(PERSONAS)}.")
+        if cfg.bilateral_item != "random" and cfg.bilateral_item not in get_catalogue().by_key:
+            add("bilateral_item", f"Unknown catalogue item '{cfg.bilateral_item}'.")
+        if cfg.actions_per_week * cfg.weeks < cfg.bilateral_max_rounds + 2:
+            add(
+                "actions_per_week",
+                "Bilateral runs need at least max_rounds + 2 action slots (offers plus award).",
+            )
+        if cfg.bilateral_cost_factor >= cfg.bilateral_ask_factor:
+            add("bilateral_cost_factor", "Seller cost must be below the asking price.")
+        if cfg.bilateral_cost_factor * 1.12 >= cfg.bilateral_budget_factor:
+            add(
+                "bilateral_budget_factor",
+                "Buyer budget must leave a zone of agreement above the seller's cost (+12%).",
+            )
+    if cfg.supplier_llm is not None:
+        for p in cfg.supplier_llm.personas:
+            if p not in PERSONAS:
+                add("supplier_llm.personas", f"Unknown persona '{p}'.")
+    return errs
+
+
+def _loc_to_field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def errors_from_pydantic(exc: ValidationError) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for e in exc.errors(include_url=False):
+        if e.get("type") == "scenario_cross_field":
+            out.extend(e["ctx"]["errors"])
+            continue
+        msg = str(e.get("msg", "invalid value"))
+        if e.get("type") == "extra_forbidden":
+            msg = "Unknown parameter."
+        out.append({"field": _loc_to_field(tuple(e.get("loc", ()))), "message": msg})
+    return out
+
+
+def validate_config(data: Any) -> ScenarioConfig:
+    """Build a ScenarioConfig from a dict, raising ScenarioValidationError on any problem."""
+    if isinstance(data, ScenarioConfig):
+        data = data.model_dump()
+    if not isinstance(data, dict):
+        raise ScenarioValidationError(
+            [
+                {
+                    "field": "",
+                    "message": "A scenario must be a preset name, a dict or a ScenarioConfig.",
+                }
+            ]
+        )
+    try:
+        return ScenarioConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioValidationError(errors_from_pydantic(exc)) from None

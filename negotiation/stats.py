@@ -1,0 +1,54 @@
+"""Summary statistics for episode results: means with 95 % confidence intervals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# Two-sided 97.5 % quantiles of Student's t for small samples; normal beyond 30.
+_T975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042,
+}  # fmt: skip
+
+
+def _t975(dof: int) -> float:
+    if dof > 30:
+        return 1.96
+    return _T975[max(k for k in _T975 if k <= dof)]
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    n: int
+    mean: float
+    low: float
+    high: float
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        """JSON-safe: an undefined statistic (no samples) is None, never NaN."""
+
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {"n": self.n, "mean": num(self.mean), "ci_low": num(self.low),
+                "ci_high": num(self.high)}  # fmt: skip
+
+
+def mean_ci(values: Iterable[float]) -> MeanCI:
+    """Mean and Student-t 95 % interval; NaN-free values only (None/NaN are dropped)."""
+    xs: Sequence[float] = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    n = len(xs)
+    if n == 0:
+        return MeanCI(0, math.nan, math.nan, math.nan)
+    mean = math.fsum(xs) / n
+    if n == 1:
+        return MeanCI(1, mean, mean, mean)
+    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    half = _t975(n - 1) * math.sqrt(var / n)
+    return MeanCI(n, mean, mean - half, mean + half)

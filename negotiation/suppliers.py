@@ -1,0 +1,194 @@
+"""Supplier personas and the supplier decision interface.
+
+A supplier policy only *proposes* (ProposedDecision); the environment passes every
+proposal through HardRuleGuard before anything becomes public. An LLM supplier later
+implements the same `SupplierPolicy.respond` interface.
+
+Concession follows Faratin, Sierra & Jennings (1998) time-dependent tactics:
+    ask(t) = floor + (anchor - floor) * (1 - (t/T) ** (1/beta))
+with t = buyer offers so far in the thread, T = patience. beta < 1 is Boulware (hardball,
+concedes late), beta > 1 is Conceder (cooperative, distressed). The floor is the
+reservation plus a hidden margin (>= the guard band), so the last counter never equals it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .entities import SupplierHidden, ThreadHidden
+from .guard import ProposedDecision
+
+# Hidden parameter ranges per persona (uniform draws). See README "Persona parameters".
+PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
+    "cooperative": {
+        "beta": (1.5, 3.0),
+        "patience": (8, 12),
+        "insult": 0.35,
+        "insult_walk_prob": 0.3,
+        "cost_ratio": (0.72, 0.82),
+        "margin": (0.04, 0.08),
+        "floor_margin": (0.03, 0.07),
+        "list_factor": (1.10, 1.25),
+        "reliability": (0.9, 0.98),
+        "rated_bias": (-0.03, 0.03),
+        "capacity_claim": (0.95, 1.0),
+        "dark_prob": 0.0,
+        "stress": (0.1, 0.3),
+    },
+    "hardball": {
+        "beta": (0.15, 0.35),
+        "patience": (6, 10),
+        "insult": 0.2,
+        "insult_walk_prob": 0.8,
+        "cost_ratio": (0.70, 0.80),
+        "margin": (0.04, 0.08),
+        "floor_margin": (0.02, 0.06),
+        "list_factor": (1.25, 1.45),
+        "reliability": (0.9, 0.97),
+        "rated_bias": (-0.03, 0.03),
+        "capacity_claim": (0.95, 1.0),
+        "dark_prob": 0.0,
+        "stress": (0.05, 0.2),
+    },
+    "deceptive": {
+        "beta": (0.4, 0.9),
+        "patience": (6, 10),
+        "insult": 0.28,
+        "insult_walk_prob": 0.5,
+        "cost_ratio": (0.68, 0.80),
+        "margin": (0.03, 0.07),
+        "floor_margin": (0.02, 0.06),
+        "list_factor": (1.2, 1.4),
+        "reliability": (0.55, 0.75),
+        "rated_bias": (0.12, 0.25),  # scaled by deception level
+        "capacity_claim": (1.3, 1.8),  # claimed / true capacity, scaled by deception level
+        "dark_prob": 0.0,
+        "stress": (0.2, 0.4),
+    },
+    "distressed": {
+        "beta": (2.0, 4.0),
+        "patience": (4, 7),
+        "insult": 0.45,
+        "insult_walk_prob": 0.25,
+        "cost_ratio": (0.62, 0.72),
+        "margin": (0.01, 0.04),
+        "floor_margin": (0.02, 0.04),
+        "list_factor": (1.05, 1.2),
+        "reliability": (0.72, 0.88),
+        "rated_bias": (-0.05, 0.05),
+        "capacity_claim": (1.0, 1.1),
+        "dark_prob": 0.05,
+        "stress": (0.7, 0.95),
+    },
+}
+
+_TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {
+    "cooperative": {
+        "accept": (
+            "That works for us. Deal.",
+            "Happy to confirm at your price.",
+            "Agreed, thank you.",
+        ),
+        "counter": (
+            "We can come down to {price} per unit.",
+            "Let's meet at {price}; we value the relationship.",
+            "Our best at the moment is {price}.",
+        ),
+        "walk_away": ("We can't make this work, sorry.", "We'll have to step back from this one."),
+        "insult": ("That is far from workable for us.",),
+    },
+    "hardball": {
+        "accept": ("Fine. Agreed.", "Accepted."),
+        "counter": (
+            "Our price is {price}. It reflects the quality.",
+            "{price}. That's where we are.",
+            "We don't discount much: {price}.",
+        ),
+        "walk_away": ("We're done here.", "No deal."),
+        "insult": ("That offer is not serious.",),
+    },
+    "deceptive": {
+        "accept": (
+            "Agreed, but only because we value you.",
+            "Deal, though another buyer wanted this lot.",
+        ),
+        "counter": (
+            "Another buyer offered more; we can do {price} if you sign this week.",
+            "Stock is nearly gone. {price} is our absolute floor.",
+            "We can ship immediately at {price}; capacity is very tight.",
+        ),
+        "walk_away": (
+            "We've sold the allocation elsewhere.",
+            "Other customers are waiting; goodbye.",
+        ),
+        "insult": ("Others pay far more, you know.",),
+    },
+    "distressed": {
+        "accept": ("Yes, agreed, thank you!", "Deal. We can start right away."),
+        "counter": (
+            "Could you do {price}? We need to close quickly.",
+            "We can go to {price} if you commit soon.",
+            "{price} per unit, and we can be flexible on terms.",
+        ),
+        "walk_away": ("We can't go that low, sorry.",),
+        "insult": ("That would not cover our costs.",),
+    },
+}
+
+
+@dataclass(slots=True)
+class SupplierContext:
+    """Everything a supplier policy may use to decide one response (hidden state included)."""
+
+    persona: str
+    offer: float
+    round: int  # buyer offers in this thread so far, including this one
+    thread: ThreadHidden
+    supplier: SupplierHidden
+    week: int
+    buyer_message: str
+    rng: random.Random
+
+
+class SupplierPolicy:
+    """Interface: propose a decision; the guard clamps/redacts it afterwards."""
+
+    name = "base"
+
+    def respond(self, ctx: SupplierContext) -> ProposedDecision:  # pragma: no cover
+        raise NotImplementedError
+
+
+def ask_at(th: ThreadHidden, t: int) -> float:
+    """Faratin time-dependent ask after t buyer offers."""
+    T = th.patience
+    frac = (min(t, T) / T) ** (1.0 / th.beta)
+    return th.floor + (th.anchor - th.floor) * (1.0 - frac)
+
+
+class RulePersonaPolicy(SupplierPolicy):
+    name = "rule"
+
+    def respond(self, ctx: SupplierContext) -> ProposedDecision:
+        th, sh, o, k, rng = ctx.thread, ctx.supplier, ctx.offer, ctx.round, ctx.rng
+        tpl = _TEMPLATES[ctx.persona]
+        if o < th.reservation * (1.0 - sh.insult):
+            # A lowball far below reservation: may end the thread; two strikes always do.
+            th.strikes += 1
+            if th.strikes >= 2 or rng.random() < sh.insult_walk_prob:
+                return ProposedDecision("walk_away", None, rng.choice(tpl["walk_away"]))
+            price = th.last_counter if th.last_counter is not None else th.anchor
+            return ProposedDecision("counter", price, rng.choice(tpl["insult"]) + " {price}.")
+        ask = ask_at(th, k)
+        if o >= ask:
+            return ProposedDecision("accept", o, rng.choice(tpl["accept"]))
+        if k > th.patience:
+            # Patience exhausted: last chance. Anything at or above the reservation beats no deal.
+            if o >= th.reservation:
+                return ProposedDecision("accept", o, rng.choice(tpl["accept"]))
+            return ProposedDecision("walk_away", None, rng.choice(tpl["walk_away"]))
+        return ProposedDecision("counter", ask, rng.choice(tpl["counter"]))
+
+
+RULE_POLICY = RulePersonaPolicy()

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from negotiation import ProcurementEnv, load_scenario
+
+
+def digest(env: ProcurementEnv) -> str:
+    """Everything about the world except the slot/step bookkeeping of the last action."""
+    d = env.observation().to_dict()
+    for k in ("step", "actions_left_this_week", "last_action"):
+        d.pop(k)
+    hidden = {
+        f"{k[0]}/{k[1]}": [h.reservation, h.last_counter, h.strikes]
+        for k, h in env.th_hidden.items()
+    }
+    sup = {
+        sid: [h.true_reliability, sorted(h.true_capacity.items()), h.rival_push]
+        for sid, h in env.hidden.items()
+    }
+    counters = {
+        k: v
+        for k, v in env.counters.items()
+        if k not in ("invalid_actions", "malformed_actions", "total_invalid_penalty")
+    }
+    return json.dumps(
+        {"obs": d, "hidden": hidden, "sup": sup, "rng": str(env.rng.getstate()), "c": counters},
+        sort_keys=True,
+        default=str,
+    )
+
+
+@pytest.fixture
+def medium_env() -> ProcurementEnv:
+    env = ProcurementEnv(load_scenario("medium_adversarial"))
+    env.reset(seed=3)
+    return env
+
+
+def first_supplier_for(env: ProcurementEnv, rid: str) -> str:
+    for s in env.suppliers:
+        if rid in s.list_prices and s.active:
+            return s.id
+    raise AssertionError("no supplier")
+
+
+def negotiate(env: ProcurementEnv, sid: str, rid: str, price: float) -> Any:
+    return env.step(
+        {"action_type": "negotiate", "supplier_id": sid, "requirement_id": rid, "price": price}
+    )

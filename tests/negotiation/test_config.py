@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+
+from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
+
+
+def test_presets_load_and_round_trip():
+    names = list_presets()
+    for required in ("easy_negotiation", "medium_adversarial", "hard_arena", "bilateral"):
+        assert required in names
+    for name in names:
+        cfg = load_scenario(name)
+        assert isinstance(cfg, ScenarioConfig)
+        again = load_scenario(cfg.model_dump(mode="json"))
+        assert again == cfg
+        assert load_scenario(cfg) is cfg
+
+
+def test_preset_shapes_match_design():
+    easy = load_scenario("easy_negotiation")
+    assert (easy.n_suppliers, easy.n_requirements, easy.weeks) == (5, 3, 4)
+    assert easy.rival_aggression == 0 and not easy.disruptions and easy.disruption_rate == 0
+    med = load_scenario("medium_adversarial")
+    assert (med.n_suppliers, med.n_requirements, med.weeks, med.rival_aggression) == (12, 6, 8, 0.4)
+    assert (
+        med.persona_mix["deceptive"] > 0 and med.persona_mix["distressed"] > 0 and med.disruptions
+    )
+    hard = load_scenario("hard_arena")
+    assert (hard.n_suppliers, hard.n_requirements, hard.weeks) == (20, 12, 12)
+    assert (
+        len(hard.disruptions) >= 3 and hard.budget_tightness >= 0.7 and hard.rival_aggression >= 0.7
+    )
+
+
+def test_bilateral_overrides():
+    cfg = load_scenario("bilateral", item="laptop_business_14", persona="deceptive", max_rounds=10)
+    assert cfg.bilateral_item == "laptop_business_14"
+    assert cfg.bilateral_persona == "deceptive"
+    assert cfg.actions_per_week >= 12
+
+
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"weeks": 0}, "weeks"),
+        ({"budget_tightness": 1.5}, "budget_tightness"),
+        ({"n_suppliers": "many"}, "n_suppliers"),
+        ({"bogus": 1}, "bogus"),
+        ({"persona_mix": {"angry": 1.0}}, "persona_mix.angry"),
+        ({"persona_mix": {"cooperative": 0.0}}, "persona_mix"),
+        ({"disruptions": [{"week": 99, "kind": "budget_cut"}]}, "disruptions.0.week"),
+        ({"disruptions": [{"week": 2, "kind": "meteor"}]}, "disruptions.0.kind"),
+        ({"max_steps": 2}, "max_steps"),
+        ({"pr_threshold": float("nan")}, "pr_threshold"),
+    ],
+)
+def test_validation_errors_name_fields(patch, field):
+    data = load_scenario("medium_adversarial").model_dump(mode="json")
+    data.update(patch)
+    with pytest.raises(ScenarioValidationError) as ei:
+        load_scenario(data)
+    err = ei.value
+    assert isinstance(err, ValueError)
+    assert any(e["field"] == field for e in err.errors), err.errors
+    assert all(e["message"] for e in err.errors)
+    assert field.split(".")[0] in str(err)
+
+
+def test_bilateral_cross_checks():
+    with pytest.raises(ScenarioValidationError) as ei:
+        load_scenario("bilateral", item="no_such_item", bilateral_cost_factor=2.0)
+    fields = {e["field"] for e in ei.value.errors}
+    assert {"bilateral_item", "bilateral_cost_factor"} <= fields
+
+
+def test_unknown_preset_and_bad_type():
+    with pytest.raises(ScenarioValidationError) as ei:
+        load_scenario("nope")
+    assert ei.value.errors[0]["field"] == "name"
+    with pytest.raises(ScenarioValidationError):
+        load_scenario(42)  # type: ignore[arg-type]
