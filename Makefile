@@ -15,6 +15,7 @@ $(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/test.
 
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_presets
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
 	$(PY) -m daphne -b $(HOST) -p $(PORT) procurement.asgi:application
 

@@ -1,10 +1,13 @@
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from procurement.views import health
+from procurement.views import health, pages
 
 urlpatterns = [
-    path("healthz", health.healthz, name="healthz"),
+    path("", pages.overview, name="overview"),
+    path("healthz", login_not_required(health.healthz), name="healthz"),
+    path("api/", include("procurement.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
 ]

@@ -63,15 +63,34 @@ class WorkerProcess:
         self.log_path = ROOT / "data" / f"test-worker-{name}.log"
         self.log_path.parent.mkdir(exist_ok=True)
         cmd = [
-            sys.executable, "-m", "celery", "-A", "workers", "worker",
-            "-Q", "cpu,gpu", "-c", str(concurrency), "--pool", "prefork",
-            "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers",
+            "worker",
+            "-Q",
+            "cpu,gpu",
+            "-c",
+            str(concurrency),
+            "--pool",
+            "prefork",
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+        ]
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
     def wait_ready(self, timeout: float = 60) -> None:
         from workers import app
@@ -114,7 +133,9 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[Worker
     app.control.purge()  # stale messages of an earlier run must not reach this worker
     with django_db_blocker.unblock():
         db_name = connection.settings_dict["NAME"]
-    worker = WorkerProcess(worker_env(db_name), name=f"test{os.getpid()}")
+    env = worker_env(db_name)
+    env["SWEEP_CHUNK_CELLS"] = "5"  # many small tasks: kill tests hit one mid-sweep
+    worker = WorkerProcess(env, name=f"test{os.getpid()}")
     try:
         worker.wait_ready()
         yield worker

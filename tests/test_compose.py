@@ -112,9 +112,12 @@ def test_web_command_serves_healthz(django_db_setup) -> None:
     executable = Path(sys.executable).parent / argv[0]
     env = worker_env(connection.settings_dict["NAME"])
     proc = subprocess.Popen(
-        [str(executable), *argv[1:]], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        [str(executable), *argv[1:]],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Task
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class InProcessRunner:
                 self.failed += 1
                 log.exception("task %s crashed", job.task.name)
             finally:
-                close_old_connections()
+                connections.close_all()  # a thread must not hold connections between tasks
                 self._queue.task_done()
 
 

@@ -33,10 +33,15 @@ class LoopBindingMiddleware:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> Any:
-        global _server_loop
         if _server_loop is None or _server_loop.is_closed():
-            _server_loop = asyncio.get_running_loop()
+            bind_server_loop(asyncio.get_running_loop())
         return await self.app(scope, receive, send)
+
+
+def bind_server_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    """Make ``loop`` (the one serving WebSockets) the owner of the channel layer here."""
+    global _server_loop
+    _server_loop = loop
 
 
 def _owner_loop() -> asyncio.AbstractEventLoop:

@@ -32,9 +32,13 @@ def _settings(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProces
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "procurement.settings"}
     base["DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, env={**base, **env}, capture_output=True,
-        text=True, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_embedded_default_needs_no_configuration(tmp_path: Path) -> None:

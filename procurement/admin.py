@@ -1,0 +1,233 @@
+"""Django admin: scenario editing validated by the engine, read-only episode history."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.utils.html import format_html, format_html_join
+
+from procurement import scenario_form
+from procurement.models import (
+    Decision,
+    Episode,
+    PolicyConfig,
+    RequirementTemplate,
+    Scenario,
+    SupplierProfile,
+    Sweep,
+    SweepCell,
+)
+from procurement.services import episodes as episode_services
+from procurement.services import scenarios as scenario_services
+
+
+class _ScenarioAdminFormBase(forms.ModelForm):
+    class Meta:
+        model = Scenario
+        fields = ["name", "description", "requirement_templates", "supplier_profiles"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.config_fields = {n: f for n, f in self.fields.items() if n in CONFIG_FIELD_NAMES}
+        instance_config = self.instance.config if self.instance.pk else None
+        for name, value in scenario_form.initial_values(instance_config).items():
+            if name in self.fields:
+                self.initial.setdefault(name, value)
+
+    def clean(self):
+        cleaned = super().clean()
+        config = scenario_form.config_from_cleaned(cleaned, self.config_fields)
+        config["name"] = cleaned.get("name") or "custom"
+        config["description"] = cleaned.get("description") or ""
+        try:
+            self.validated_config = scenario_services.validate_scenario_config(config)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                root = field.split(".")[0]
+                target = root if root in self.fields else None
+                for message in errors:
+                    prefix = (
+                        ""
+                        if target == field or (target is None and field == "config")
+                        else (f"{field}: ")
+                    )
+                    self.add_error(target, prefix + message)
+        return cleaned
+
+
+# The engine's parameters are declared form fields (generated from ScenarioConfig), so the
+# admin's fieldsets may name them.
+CONFIG_FIELD_NAMES = tuple(scenario_form.config_fields())
+ScenarioAdminForm = type(
+    "ScenarioAdminForm", (_ScenarioAdminFormBase,), dict(scenario_form.config_fields())
+)
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(admin.ModelAdmin):
+    form = ScenarioAdminForm
+    list_display = ["name", "is_preset", "preset_name", "version", "summary", "updated_at"]
+    list_filter = ["is_preset"]
+    search_fields = ["name", "description"]
+    actions = ["copy_selected", "run_episode_now"]
+    filter_horizontal = ["requirement_templates", "supplier_profiles"]
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is not None and not self.has_change_permission(request, obj):
+            params = ["parameters"]  # view-only (presets): one read-only table
+        else:
+            params = list(CONFIG_FIELD_NAMES)
+        return [
+            (None, {"fields": ["name", "description"]}),
+            ("Parameters", {"fields": params}),
+            (
+                "Catalogue",
+                {"fields": ["requirement_templates", "supplier_profiles"], "classes": ["collapse"]},
+            ),
+        ]
+
+    @admin.display(description="world")
+    def summary(self, obj: Scenario) -> str:
+        c = obj.config
+        return (
+            f"{c.get('n_suppliers')} suppliers · {c.get('n_requirements')} requirements · "
+            f"{c.get('weeks')} weeks"
+        )
+
+    @admin.display(description="parameters")
+    def parameters(self, obj: Scenario) -> str:
+        config = obj.config or {}
+        return format_html(
+            "<table>{}</table>",
+            format_html_join(
+                "",
+                "<tr><th>{}</th><td>{}</td></tr>",
+                ((name, json.dumps(config.get(name))) for name in CONFIG_FIELD_NAMES),
+            ),
+        )
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_preset:
+            return False  # presets are read-only: copy one to edit it
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_preset:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        config = form.validated_config
+        if change:
+            scenario_services.update_scenario(obj, config=config, description=obj.description)
+        else:
+            obj.config = config
+            obj.created_by = request.user
+            obj.save()
+
+    @admin.action(description="Copy selected scenarios (editable copies)")
+    def copy_selected(self, request, queryset) -> None:
+        for scenario in queryset:
+            copy = scenario_services.copy_scenario(scenario, user=request.user)
+            self.message_user(request, f"Copied {scenario.name} to {copy.name}.")
+
+    @admin.action(description="Run an episode now (expert policy, next seed)")
+    def run_episode_now(self, request, queryset) -> None:
+        policy = PolicyConfig.objects.filter(name="expert").first()
+        if policy is None:
+            self.message_user(request, "No 'expert' policy: run seed_presets.", messages.ERROR)
+            return
+        for scenario in queryset:
+            seed = Episode.objects.filter(scenario=scenario).count()
+            episode = episode_services.start_episode(
+                scenario=scenario, policy=policy, seed=seed, user=request.user
+            )
+            self.message_user(
+                request,
+                format_html(
+                    "Queued episode <a href='/api/episodes/{}/'>#{}</a> on {} (seed {}).",
+                    episode.pk,
+                    episode.pk,
+                    scenario.name,
+                    seed,
+                ),
+            )
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Episode)
+class EpisodeAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "scenario_name",
+        "policy_name",
+        "seed",
+        "status",
+        "steps",
+        "score",
+        "created_at",
+    ]
+    list_filter = ["status", "scenario_name", "policy_name", "queue"]
+    search_fields = ["scenario_name", "policy_name"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ["episode", "step", "week", "action_type", "valid", "reward", "running_score"]
+    list_filter = ["valid", "actor"]
+    list_select_related = ["episode"]
+    raw_id_fields = ["episode"]
+
+
+@admin.register(Sweep)
+class SweepAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "name",
+        "status",
+        "seeds",
+        "total_cells",
+        "done_cells",
+        "failed_cells",
+        "created_at",
+    ]
+    list_filter = ["status"]
+
+
+@admin.register(SweepCell)
+class SweepCellAdmin(ReadOnlyAdmin):
+    list_display = ["sweep", "scenario", "policy", "seed", "status", "score"]
+    list_filter = ["status"]
+    raw_id_fields = ["sweep", "episode"]
+
+
+@admin.register(PolicyConfig)
+class PolicyConfigAdmin(admin.ModelAdmin):
+    list_display = ["name", "policy", "backend", "model"]
+
+
+@admin.register(RequirementTemplate)
+class RequirementTemplateAdmin(admin.ModelAdmin):
+    list_display = ["name", "category", "unit", "typical_unit_price"]
+    list_filter = ["category"]
+    search_fields = ["name", "key"]
+
+
+@admin.register(SupplierProfile)
+class SupplierProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "persona", "lead_time_weeks", "reliability"]
+    list_filter = ["persona"]

@@ -1,0 +1,199 @@
+"""Thin REST views: parse with serializers, call services and selectors, serialize."""
+
+from __future__ import annotations
+
+import django_filters
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+
+from negotiation import list_presets, load_scenario
+from procurement.api import serializers as s
+from procurement.api.permissions import RolePermission
+from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
+from procurement.selectors.episodes import episode_decisions, episode_list
+from procurement.services import episodes as episode_services
+from procurement.services import scenarios as scenario_services
+from procurement.services import sweeps as sweep_services
+
+ID_REGEX = r"[0-9]{1,18}"  # non-numeric or absurd ids are a 404, never a database error
+
+
+class DecisionPagination(PageNumberPagination):
+    page_size = 200
+    page_size_query_param = "page_size"
+    max_page_size = 2000
+
+
+class ScenarioViewSet(viewsets.ModelViewSet):
+    """Difficulty scenarios. Everyone with a role reads; admins create and edit."""
+
+    queryset = Scenario.objects.all()
+    serializer_class = s.ScenarioSerializer
+    permission_classes = [RolePermission]
+    lookup_value_regex = ID_REGEX
+    write_role = "admin"
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = scenario_services.create_scenario(
+            name=data["name"],
+            config=data["config"],
+            description=data.get("description", ""),
+            user=self.request.user,
+        )
+
+    def perform_update(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = scenario_services.update_scenario(
+            serializer.instance, config=data.get("config"), description=data.get("description")
+        )
+
+    def perform_destroy(self, instance):
+        scenario_services.delete_scenario(instance)
+
+    @extend_schema(request=None, responses={201: s.ScenarioSerializer})
+    @action(detail=True, methods=["post"])
+    def copy(self, request, pk=None):
+        """Copy a scenario (a preset, usually) into an editable one."""
+        copy = scenario_services.copy_scenario(self.get_object(), user=request.user)
+        return Response(s.ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+
+class PresetViewSet(viewsets.ViewSet):
+    """The engine's built-in scenario presets."""
+
+    permission_classes = [RolePermission]
+    lookup_value_regex = r"[a-zA-Z0-9_\-]{1,100}"
+
+    def _preset(self, name: str) -> dict:
+        config = load_scenario(name).model_dump(mode="json")
+        return {"name": name, "description": config.get("description", ""), "config": config}
+
+    @extend_schema(responses=s.PresetSerializer(many=True))
+    def list(self, request):
+        return Response([self._preset(name) for name in list_presets()])
+
+    @extend_schema(responses=s.PresetSerializer)
+    def retrieve(self, request, pk=None):
+        if pk not in list_presets():
+            return Response({"detail": f"No preset named '{pk}'."}, status=404)
+        return Response(self._preset(pk))
+
+
+class PolicyConfigViewSet(viewsets.ModelViewSet):
+    """Buyer policies. Everyone with a role reads; admins configure."""
+
+    queryset = PolicyConfig.objects.all()
+    serializer_class = s.PolicyConfigSerializer
+    permission_classes = [RolePermission]
+    lookup_value_regex = ID_REGEX
+    write_role = "admin"
+
+
+class EpisodeFilter(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
+    scenario = django_filters.CharFilter(field_name="scenario_name")
+    policy = django_filters.CharFilter(field_name="policy_name")
+    sweep = django_filters.NumberFilter(field_name="sweep_id")
+
+    class Meta:
+        model = Episode
+        fields = ["status", "scenario", "policy", "sweep", "seed"]
+
+
+class EpisodeViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Episodes. Creating one enqueues it; analysts and up may run single episodes."""
+
+    permission_classes = [RolePermission]
+    lookup_value_regex = ID_REGEX
+    filterset_class = EpisodeFilter
+    write_role = "analyst"
+
+    def get_queryset(self):
+        return episode_list() if self.action == "list" else Episode.objects.all()
+
+    def get_serializer_class(self):
+        return {
+            "create": s.EpisodeCreateSerializer,
+            "retrieve": s.EpisodeDetailSerializer,
+        }.get(self.action, s.EpisodeSerializer)
+
+    @extend_schema(request=s.EpisodeCreateSerializer, responses={201: s.EpisodeSerializer})
+    def create(self, request, *args, **kwargs):
+        params = s.EpisodeCreateSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        episode = episode_services.start_episode(user=request.user, **params.validated_data)
+        return Response(s.EpisodeSerializer(episode).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=s.DecisionSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=DecisionPagination)
+    def decisions(self, request, pk=None):
+        """The episode's decisions in step order, paginated."""
+        episode = self.get_object()
+        page = self.paginate_queryset(episode_decisions(episode))
+        return self.get_paginated_response(s.DecisionSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses={200: s.EpisodeSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        episode = self.get_object()
+        if not episode_services.cancel_episode(episode):
+            return Response(
+                {"detail": f"Episode is {episode.status}; only queued or running ones cancel."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        return Response(s.EpisodeSerializer(episode).data)
+
+
+class SweepViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Scenario sweeps (scenarios x policies x seeds). Ops and admins run them."""
+
+    queryset = Sweep.objects.prefetch_related("scenarios", "policies")
+    permission_classes = [RolePermission]
+    lookup_value_regex = ID_REGEX
+    write_role = "ops"
+
+    def get_serializer_class(self):
+        return {
+            "create": s.SweepCreateSerializer,
+            "retrieve": s.SweepDetailSerializer,
+        }.get(self.action, s.SweepSerializer)
+
+    def retrieve(self, request, *args, **kwargs):
+        sweep = self.get_object()
+        data = s.SweepDetailSerializer(sweep).data
+        if not sweep.summary:  # still running: aggregate what has finished so far
+            data["summary"] = sweep_services.sweep_summary(sweep)
+        return Response(data)
+
+    @extend_schema(request=s.SweepCreateSerializer, responses={201: s.SweepDetailSerializer})
+    def create(self, request, *args, **kwargs):
+        params = s.SweepCreateSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        sweep = sweep_services.create_sweep(user=request.user, **params.validated_data)
+        return Response(s.SweepDetailSerializer(sweep).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: s.SweepSerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        sweep = get_object_or_404(Sweep, pk=pk)
+        if not sweep_services.cancel_sweep(sweep):
+            return Response(
+                {"detail": f"Sweep is {sweep.status}; only queued or running ones cancel."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        return Response(s.SweepSerializer(sweep).data)

@@ -1,0 +1,70 @@
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from procurement.models import PolicyConfig, Scenario, Sweep, SweepStatus
+from procurement.services.scenarios import seed_presets
+from procurement.services.sweeps import create_sweep
+from procurement.tables import format_leaderboard
+
+FINAL = {SweepStatus.FINISHED, SweepStatus.FAILED, SweepStatus.CANCELLED}
+
+
+class Command(BaseCommand):
+    help = "Run scenarios x policies x seeds on the workers, show progress, print a leaderboard."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--scenarios", required=True, help="comma-separated names")
+        parser.add_argument("--policies", required=True, help="comma-separated names")
+        parser.add_argument("--seeds", type=int, required=True, help="seeds per cell")
+        parser.add_argument("--seed-start", type=int, default=0)
+        parser.add_argument("--name", default="")
+        parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
+
+    def handle(self, *args, scenarios, policies, seeds, seed_start, name, timeout, **opts):
+        if seeds < 1:
+            raise CommandError("--seeds must be at least 1.")
+        seed_presets()
+        scenario_objs = self._lookup(Scenario, scenarios, "scenario")
+        policy_objs = self._lookup(PolicyConfig, policies, "policy")
+        sweep = create_sweep(
+            scenarios=scenario_objs,
+            policies=policy_objs,
+            seeds=seeds,
+            seed_start=seed_start,
+            name=name or f"cli {scenarios} x {policies} x {seeds}",
+        )
+        where = "in-process worker" if settings.TASK_RUNNER == "thread" else "Celery workers"
+        self.stdout.write(f"Sweep #{sweep.pk}: {sweep.total_cells} episodes on {where}.")
+        sweep = self._wait(sweep, timeout)
+        self.stdout.write(
+            f"Sweep #{sweep.pk} {sweep.status}: {sweep.done_cells} done, "
+            f"{sweep.failed_cells} failed."
+        )
+        self.stdout.write(format_leaderboard(sweep.summary.get("leaderboard", [])))
+
+    def _lookup(self, model, names: str, label: str) -> list:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        found = {o.name: o for o in model.objects.filter(name__in=wanted)}
+        missing = [n for n in wanted if n not in found]
+        if missing or not wanted:
+            known = ", ".join(model.objects.values_list("name", flat=True))
+            raise CommandError(
+                f"Unknown {label}(s): {', '.join(missing) or '(none)'}. Known: {known}."
+            )
+        return [found[n] for n in dict.fromkeys(wanted)]
+
+    def _wait(self, sweep: Sweep, timeout: float) -> Sweep:
+        deadline = time.monotonic() + timeout
+        with tqdm(total=sweep.total_cells, unit="ep", file=self.stdout) as bar:
+            while True:
+                sweep.refresh_from_db()
+                bar.n = sweep.done_cells + sweep.failed_cells
+                bar.refresh()
+                if sweep.status in FINAL:
+                    return sweep
+                if time.monotonic() > deadline:
+                    raise CommandError(f"Sweep #{sweep.pk} still {sweep.status} after {timeout}s.")
+                time.sleep(0.5)

@@ -1,0 +1,20 @@
+"""The domain models: scenarios and their catalogue, policies, episodes, decisions, sweeps."""
+
+from procurement.models.catalogue import RequirementTemplate, SupplierProfile
+from procurement.models.episode import Decision, Episode, EpisodeStatus
+from procurement.models.policy import PolicyConfig
+from procurement.models.scenario import Scenario
+from procurement.models.sweep import Sweep, SweepCell, SweepStatus
+
+__all__ = [
+    "Decision",
+    "Episode",
+    "EpisodeStatus",
+    "PolicyConfig",
+    "RequirementTemplate",
+    "Scenario",
+    "SupplierProfile",
+    "Sweep",
+    "SweepCell",
+    "SweepStatus",
+]

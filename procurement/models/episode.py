@@ -1,0 +1,123 @@
+from django.conf import settings
+from django.db import models
+
+
+class EpisodeStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = {EpisodeStatus.FINISHED, EpisodeStatus.FAILED, EpisodeStatus.CANCELLED}
+
+
+class Episode(models.Model):
+    """One run of a scenario with a buyer policy and a seed.
+
+    Scenario and policy are snapshotted: editing them later never changes what this
+    episode was, and a replay uses exactly the snapshot.
+    """
+
+    scenario = models.ForeignKey(
+        "procurement.Scenario",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="episodes",
+    )
+    scenario_name = models.CharField(max_length=100)
+    scenario_version = models.PositiveIntegerField(default=1)
+    scenario_snapshot = models.JSONField()
+    policy = models.ForeignKey(
+        "procurement.PolicyConfig",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="episodes",
+    )
+    policy_name = models.CharField(max_length=100)
+    policy_snapshot = models.JSONField()
+    seed = models.BigIntegerField()
+    status = models.CharField(
+        max_length=16, choices=EpisodeStatus.choices, default=EpisodeStatus.QUEUED
+    )
+    queue = models.CharField(max_length=16, default="cpu")
+    sweep = models.ForeignKey(
+        "procurement.Sweep",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="episodes",
+    )
+    steps = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    engine_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="episode_status_recent"),
+            models.Index(fields=["scenario_name", "policy_name"], name="episode_scenario_policy"),
+            models.Index(fields=["-created_at"], name="episode_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.scenario_name} / {self.policy_name} / seed {self.seed}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def group_name(self) -> str:
+        return f"episode-{self.pk}"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Decision(models.Model):
+    """One step of an episode: the buyer's action, its outcome and the state after it."""
+
+    episode = models.ForeignKey(
+        "procurement.Episode", on_delete=models.CASCADE, related_name="decisions"
+    )
+    step = models.PositiveIntegerField()
+    week = models.PositiveIntegerField()
+    action = models.JSONField()
+    valid = models.BooleanField()
+    error = models.JSONField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    reward = models.FloatField()
+    running_score = models.FloatField()
+    events = models.JSONField(default=list, blank=True)
+    state = models.JSONField(default=dict, blank=True)
+    actor = models.CharField(max_length=32, default="policy")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["episode", "step"]
+        constraints = [
+            models.UniqueConstraint(fields=["episode", "step"], name="decision_unique_step")
+        ]
+
+    def __str__(self) -> str:
+        return f"episode {self.episode_id} step {self.step}: {self.action.get('action_type')}"
+
+    @property
+    def action_type(self) -> str:
+        return str(self.action.get("action_type", ""))

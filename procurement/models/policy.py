@@ -1,0 +1,39 @@
+from django.db import models
+
+LLM_BACKENDS = [
+    ("", "none (rule policy)"),
+    ("transformers", "transformers (in-process)"),
+    ("vllm", "vLLM (in-process engine on a gpu worker)"),
+    ("openai_compatible", "OpenAI-compatible server"),
+]
+
+
+class PolicyConfig(models.Model):
+    """A named buyer policy with its parameters (and, for LLM policies, backend and model)."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    policy = models.CharField(max_length=64, help_text="Engine policy name, e.g. expert.")
+    params = models.JSONField(default=dict, blank=True)
+    backend = models.CharField(max_length=32, choices=LLM_BACKENDS, blank=True, default="")
+    model = models.CharField(max_length=300, blank=True, help_text="Model path or id (LLM).")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def uses_llm(self) -> bool:
+        return bool(self.backend) or self.policy == "llm"
+
+    def snapshot(self) -> dict:
+        return {
+            "name": self.name,
+            "policy": self.policy,
+            "params": self.params,
+            "backend": self.backend,
+            "model": self.model,
+        }

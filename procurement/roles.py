@@ -1,0 +1,31 @@
+"""Roles are Django groups, ordered: analyst < ops < admin (superusers are admins)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Role = Literal["analyst", "ops", "admin"]
+ROLES: tuple[Role, ...] = ("analyst", "ops", "admin")
+CAPABILITIES = {
+    "analyst": "read everything, run single episodes, take the buyer's seat",
+    "ops": "analyst + run and cancel sweeps",
+    "admin": "ops + create and edit scenarios and policies",
+}
+
+
+def user_role(user) -> Role | None:
+    """The highest role the user holds, or None."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    if user.is_superuser:
+        return "admin"
+    if not hasattr(user, "_arena_role"):  # one query per request, not per check
+        names = set(user.groups.values_list("name", flat=True)) if user.pk else set()
+        held = [r for r in ROLES if r in names]
+        user._arena_role = held[-1] if held else None
+    return user._arena_role
+
+
+def has_role(user, minimum: Role) -> bool:
+    role = user_role(user)
+    return role is not None and ROLES.index(role) >= ROLES.index(minimum)

@@ -1,0 +1,41 @@
+"""Leaderboards: per (scenario, policy) means with 95 % confidence intervals."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from negotiation.stats import mean_ci
+
+LEADERBOARD_METRICS = ("deal_rate", "buyer_share", "mutual_loss", "fulfilment_rate")
+
+
+def leaderboard(rows: Iterable[tuple[str, str, float | None, dict[str, Any]]]) -> list[dict]:
+    """Rows of (scenario, policy, score, metrics) -> one summary per (scenario, policy),
+    best mean score first within each scenario."""
+    groups: dict[tuple[str, str], list[tuple[float | None, dict[str, Any]]]] = defaultdict(list)
+    for scenario, policy, score, metrics in rows:
+        groups[(scenario, policy)].append((score, metrics or {}))
+    table = []
+    for (scenario, policy), results in groups.items():
+        score = mean_ci(s for s, _ in results)
+        entry = {
+            "scenario": scenario,
+            "policy": policy,
+            "episodes": len(results),
+            "score": score.to_dict(),
+        }
+        for metric in LEADERBOARD_METRICS:
+            entry[metric] = mean_ci(m.get(metric) for _, m in results).to_dict()["mean"]
+        table.append(entry)
+    table.sort(key=lambda e: (e["scenario"], -(e["score"]["mean"] or 0.0)))
+    return table
+
+
+def episode_leaderboard(episodes) -> list[dict]:
+    return leaderboard(
+        episodes.filter(score__isnull=False).values_list(
+            "scenario_name", "policy_name", "score", "metrics"
+        )
+    )

@@ -1,0 +1,54 @@
+"""Users and roles (Django groups analyst, ops, admin)."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from procurement.roles import ROLES, Role
+
+ADMIN_MODELS = ("scenario", "policyconfig", "requirementtemplate", "supplierprofile")
+VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell")
+
+
+def ensure_role_groups() -> dict[str, Group]:
+    """Create the role groups; admins get the admin-site permissions they need."""
+    groups = {role: Group.objects.get_or_create(name=role)[0] for role in ROLES}
+    perms = Permission.objects.filter(content_type__app_label="procurement")
+    admin_perms = [
+        p
+        for p in perms
+        if p.content_type.model in ADMIN_MODELS
+        or (p.content_type.model in VIEW_MODELS and p.codename.startswith("view_"))
+    ]
+    groups["admin"].permissions.set(admin_perms)
+    return groups
+
+
+@transaction.atomic
+def create_user(*, username: str, role: Role, password: str | None = None, email: str = ""):
+    """Create (or re-role) a user. Returns (user, password or None when unchanged)."""
+    if role not in ROLES:
+        raise ValidationError({"role": [f"Unknown role '{role}'; use one of {', '.join(ROLES)}."]})
+    if not username or len(username) > 150:
+        raise ValidationError({"username": ["A username of 1 to 150 characters is required."]})
+    user_model = get_user_model()
+    try:
+        for validator in user_model._meta.get_field(user_model.USERNAME_FIELD).validators:
+            validator(username)
+    except ValidationError as exc:
+        raise ValidationError({"username": exc.messages}) from None
+    groups = ensure_role_groups()
+    user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
+    if created or password:
+        password = password or secrets.token_urlsafe(12)
+        user.set_password(password)
+    user.is_staff = role == "admin"  # admins use the Django admin
+    user.save()
+    user.groups.remove(*[g for r, g in groups.items() if r != role])
+    user.groups.add(groups[role])
+    return user, (password if created or password else None)

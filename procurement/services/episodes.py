@@ -1,0 +1,154 @@
+"""Writes for episodes and their decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+
+DECISION_FIELDS = (
+    "step",
+    "week",
+    "action",
+    "valid",
+    "error",
+    "response",
+    "reward",
+    "running_score",
+    "events",
+    "state",
+)
+
+
+def queue_for(scenario_config: dict[str, Any], policy: PolicyConfig) -> str:
+    """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu."""
+    return "gpu" if policy.uses_llm or scenario_config.get("supplier_llm") else "cpu"
+
+
+def build_episode(
+    *, scenario: Scenario, policy: PolicyConfig, seed: int, user=None, sweep=None
+) -> Episode:
+    """An unsaved Episode with snapshots of its scenario and policy."""
+    config = scenario.engine_config()
+    return Episode(
+        scenario=scenario,
+        scenario_name=scenario.name,
+        scenario_version=scenario.version,
+        scenario_snapshot=config,
+        policy=policy,
+        policy_name=policy.name,
+        policy_snapshot=policy.snapshot(),
+        seed=seed,
+        queue=queue_for(config, policy),
+        created_by=user,
+        sweep=sweep,
+    )
+
+
+@transaction.atomic
+def start_episode(
+    *, scenario: Scenario, policy: PolicyConfig, seed: int, user=None, enqueue: bool = True
+) -> Episode:
+    """Create a queued episode and hand it to a worker once the row is committed."""
+    episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
+    episode.save()
+    if enqueue:
+        from workers.dispatch import enqueue as dispatch
+        from workers.tasks import run_episode_task
+
+        dispatch(run_episode_task, episode.pk, queue=episode.queue)
+    return episode
+
+
+def decision_from_record(episode_id: int, record: dict[str, Any], actor: str) -> Decision:
+    return Decision(episode_id=episode_id, actor=actor, **{f: record[f] for f in DECISION_FIELDS})
+
+
+def append_decisions(
+    episode: Episode, records: Iterable[dict[str, Any]], *, actor: str = "policy"
+) -> list[Decision]:
+    """Store step records in one transaction with one INSERT (not one per step)."""
+    rows = [decision_from_record(episode.pk, r, actor) for r in records]
+    if not rows:
+        return []
+    with transaction.atomic():
+        Decision.objects.bulk_create(rows, batch_size=1000)
+        Episode.objects.filter(pk=episode.pk).update(steps=rows[-1].step + 1)
+    episode.steps = rows[-1].step + 1
+    return rows
+
+
+def mark_running(episode: Episode) -> bool:
+    """Claim a queued (or re-delivered running) episode; False when it is already over."""
+    now = timezone.now()
+    claimed = Episode.objects.filter(
+        pk=episode.pk, status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING]
+    ).update(status=EpisodeStatus.RUNNING, started_at=episode.started_at or now)
+    if claimed:
+        Episode.objects.filter(pk=episode.pk).update(attempts=episode.attempts + 1)
+        episode.refresh_from_db()
+    return bool(claimed)
+
+
+def finish_episode(
+    episode: Episode, *, score: float, metrics: dict[str, Any], engine_seconds: float
+) -> Episode:
+    episode.status = EpisodeStatus.FINISHED
+    episode.score = score
+    episode.metrics = metrics
+    episode.engine_seconds = engine_seconds
+    episode.finished_at = timezone.now()
+    episode.error = ""
+    episode.save(
+        update_fields=["status", "score", "metrics", "engine_seconds", "finished_at", "error"]
+    )
+    return episode
+
+
+def fail_episode(episode: Episode, error: str) -> Episode:
+    episode.status = EpisodeStatus.FAILED
+    episode.error = error[:5000]
+    episode.finished_at = timezone.now()
+    episode.save(update_fields=["status", "error", "finished_at"])
+    return episode
+
+
+def cancel_episode(episode: Episode) -> bool:
+    """Cancel a queued or running episode; the runner stops at its next batch."""
+    cancelled = Episode.objects.filter(
+        pk=episode.pk, status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING]
+    ).update(status=EpisodeStatus.CANCELLED, finished_at=timezone.now())
+    episode.refresh_from_db()
+    return bool(cancelled)
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    episode_id: int
+    steps: int
+    stored_score: float | None
+    replayed_score: float
+    matches: bool
+
+
+def replay_episode(episode: Episode) -> ReplayReport:
+    """Re-run the stored actions through a fresh engine and compare the score."""
+    from negotiation import ProcurementEnv, load_scenario
+
+    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
+    env.reset(seed=episode.seed)
+    actions = episode.decisions.order_by("step").values_list("action", flat=True)
+    steps = 0
+    for action in actions.iterator(chunk_size=2000):
+        env.step(action)
+        steps += 1
+    replayed = env.score().score
+    stored = episode.score
+    return ReplayReport(
+        episode.pk, steps, stored, replayed, stored is not None and abs(stored - replayed) < 1e-9
+    )

@@ -1,0 +1,87 @@
+"""Live events: what the dashboard's WebSocket groups receive, and when."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from procurement.models import Decision, Episode, Sweep
+
+log = logging.getLogger(__name__)
+
+OVERVIEW_GROUP = "overview"
+
+
+def decision_payload(decision: Decision) -> dict[str, Any]:
+    return {
+        "step": decision.step,
+        "week": decision.week,
+        "action": decision.action,
+        "valid": decision.valid,
+        "error": decision.error,
+        "response": decision.response,
+        "reward": decision.reward,
+        "running_score": decision.running_score,
+        "events": decision.events,
+        "state": decision.state,
+        "actor": decision.actor,
+    }
+
+
+def episode_payload(episode: Episode) -> dict[str, Any]:
+    return {
+        "id": episode.pk,
+        "status": episode.status,
+        "scenario": episode.scenario_name,
+        "policy": episode.policy_name,
+        "seed": episode.seed,
+        "steps": episode.steps,
+        "score": episode.score,
+        "sweep": episode.sweep_id,
+    }
+
+
+def _send(group: str, events: list[dict[str, Any]]) -> None:
+    from workers.publish import publish_many
+
+    try:
+        publish_many(group, events)
+    except Exception:  # live updates are best effort: the stored data is the truth
+        log.warning("could not publish %d event(s) to %s", len(events), group, exc_info=True)
+
+
+def publish_decisions(episode: Episode, decisions: list[Decision]) -> None:
+    if decisions:
+        _send(
+            episode.group_name,
+            [
+                {
+                    "type": "episode.decisions",
+                    "episode": episode.pk,
+                    "decisions": [decision_payload(d) for d in decisions],
+                }
+            ],
+        )
+
+
+def publish_episode_status(episode: Episode) -> None:
+    event = {"type": "episode.status", "episode": episode_payload(episode)}
+    if episode.sweep_id is None:
+        _send(episode.group_name, [event])
+        _send(OVERVIEW_GROUP, [event])
+
+
+def publish_sweep_progress(sweep: Sweep) -> None:
+    event = {
+        "type": "sweep.progress",
+        "sweep": {
+            "id": sweep.pk,
+            "status": sweep.status,
+            "total": sweep.total_cells,
+            "done": sweep.done_cells,
+            "failed": sweep.failed_cells,
+            "progress": sweep.progress,
+        },
+    }
+    _send(sweep.group_name, [event])
+    _send(OVERVIEW_GROUP, [event])

@@ -1,0 +1,127 @@
+"""Writes for scenarios, the catalogue and policy configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.text import slugify
+
+from negotiation import ScenarioValidationError, list_policies, list_presets
+from negotiation import load_scenario as engine_load_scenario
+from negotiation.catalogue import get_catalogue
+from procurement.models import PolicyConfig, RequirementTemplate, Scenario
+
+
+def validate_scenario_config(config: Any) -> dict[str, Any]:
+    """The engine's validation, as Django ValidationError keyed by parameter name."""
+    if not isinstance(config, dict):
+        raise ValidationError({"config": ["The config must be a JSON object of parameters."]})
+    try:
+        return engine_load_scenario(config).model_dump(mode="json")
+    except ScenarioValidationError as exc:
+        errors: dict[str, list[str]] = {}
+        for err in exc.errors:
+            field = err["field"] or "config"
+            errors.setdefault(field, []).append(err["message"])
+        raise ValidationError(errors) from None
+
+
+@transaction.atomic
+def create_scenario(
+    *, name: str, config: dict[str, Any], description: str = "", user=None
+) -> Scenario:
+    validated = validate_scenario_config({**config, "name": name})
+    scenario = Scenario(name=name, description=description, config=validated, created_by=user)
+    scenario.full_clean(exclude=["config"])
+    scenario.save()
+    return scenario
+
+
+@transaction.atomic
+def update_scenario(
+    scenario: Scenario, *, config: dict[str, Any] | None = None, description: str | None = None
+) -> Scenario:
+    """Change a scenario; the version grows only when the config really changes."""
+    if scenario.is_preset:
+        raise ValidationError({"config": ["Built-in presets are read-only: copy one to edit it."]})
+    if description is not None:
+        scenario.description = description
+    if config is not None:
+        validated = validate_scenario_config({**config, "name": scenario.name})
+        if _parameters(validated) != _parameters(scenario.config):
+            scenario.version += 1
+        scenario.config = validated
+    scenario.save()
+    return scenario
+
+
+def _parameters(config: dict[str, Any]) -> dict[str, Any]:
+    """What makes a scenario play differently: the config without its name and prose."""
+    return {k: v for k, v in config.items() if k not in ("name", "description")}
+
+
+def delete_scenario(scenario: Scenario) -> None:
+    if scenario.is_preset:
+        raise ValidationError({"name": ["Built-in presets cannot be deleted."]})
+    scenario.delete()  # episodes keep their snapshot (scenario becomes NULL)
+
+
+@transaction.atomic
+def copy_scenario(source: Scenario, *, name: str | None = None, user=None) -> Scenario:
+    base = name or f"{source.name}-copy"
+    candidate, n = base, 1
+    while Scenario.objects.filter(name=candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    copy = create_scenario(
+        name=candidate, config=source.config, description=source.description, user=user
+    )
+    copy.preset_name = source.preset_name
+    copy.save(update_fields=["preset_name"])
+    copy.requirement_templates.set(source.requirement_templates.all())
+    copy.supplier_profiles.set(source.supplier_profiles.all())
+    return copy
+
+
+@transaction.atomic
+def seed_presets() -> dict[str, int]:
+    """Load the built-in scenarios, catalogue and rule policies; safe to run repeatedly."""
+    counts = {"scenarios_created": 0, "scenarios_updated": 0, "templates": 0, "policies": 0}
+    for preset in list_presets():
+        config = engine_load_scenario(preset).model_dump(mode="json")
+        name = slugify(preset)
+        scenario = Scenario.objects.filter(name=name).first()
+        if scenario is None:
+            Scenario.objects.create(
+                name=name,
+                description=config.get("description", ""),
+                is_preset=True,
+                preset_name=preset,
+                config={**config, "name": name},
+            )
+            counts["scenarios_created"] += 1
+        elif scenario.is_preset and scenario.config != {**config, "name": name}:
+            scenario.config = {**config, "name": name}
+            scenario.version += 1
+            scenario.save(update_fields=["config", "version", "updated_at"])
+            counts["scenarios_updated"] += 1
+    for item in get_catalogue().items:
+        _, created = RequirementTemplate.objects.update_or_create(
+            key=item.key,
+            defaults={
+                "name": item.name,
+                "category": item.category,
+                "unit": item.unit,
+                "typical_unit_price": item.typical_unit_price,
+            },
+        )
+        counts["templates"] += int(created)
+    for policy in list_policies():
+        _, created = PolicyConfig.objects.get_or_create(
+            name=policy,
+            defaults={"policy": policy, "description": f"Built-in rule policy '{policy}'."},
+        )
+        counts["policies"] += int(created)
+    return counts

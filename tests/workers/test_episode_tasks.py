@@ -1,0 +1,115 @@
+"""Episodes run by tasks: batched persistence, resume after interruption, retries."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+
+from procurement.models import Decision, Episode, EpisodeStatus
+from procurement.services import episode_runner
+from procurement.services.episodes import start_episode
+from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
+from workers.tasks import run_episode_task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _episode(scenario: str = "medium_adversarial", policy: str = "expert", seed: int = 3):
+    scenarios, policies = seeded()
+    return start_episode(
+        scenario=scenarios[scenario], policy=policies[policy], seed=seed, enqueue=False
+    )
+
+
+def test_task_runs_the_episode_and_matches_the_pure_engine() -> None:
+    episode = _episode()
+    run_episode_task.apply(args=[episode.pk]).get()
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED
+    assert episode.steps > 10
+    assert_contiguous_decisions(episode)
+    assert episode.score == pytest.approx(engine_score(episode), abs=1e-12)
+    last = episode.decisions.order_by("-step").first()
+    assert last.running_score == pytest.approx(episode.score, abs=1e-9)
+
+
+def test_decisions_are_written_in_batches_not_per_step(django_assert_max_num_queries) -> None:
+    episode = _episode(seed=5)
+    # claim + replay read + one INSERT/UPDATE pair and a status check per batch + finish
+    with django_assert_max_num_queries(20):
+        episode_runner.run_stored_episode(episode.pk, live_updates=False)
+    episode.refresh_from_db()
+    assert episode.steps > 20
+
+
+def test_an_interrupted_episode_resumes_from_its_stored_steps() -> None:
+    episode = _episode(seed=11)
+    reference = engine_score(episode)
+    # Simulate a worker that died after storing the first steps of the episode.
+    episode_runner.run_stored_episode(episode.pk, live_updates=False)
+    episode.refresh_from_db()
+    full = list(episode.decisions.order_by("step").values("step", "action", "running_score"))
+    keep = len(full) // 2
+    Decision.objects.filter(episode=episode, step__gte=keep).delete()
+    Episode.objects.filter(pk=episode.pk).update(
+        status=EpisodeStatus.RUNNING, steps=keep, score=None, finished_at=None
+    )
+    run_episode_task.apply(args=[episode.pk]).get()
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED
+    assert episode.attempts == 2
+    assert_contiguous_decisions(episode)
+    resumed = list(episode.decisions.order_by("step").values("step", "action", "running_score"))
+    assert resumed == full
+    assert episode.score == pytest.approx(reference, abs=1e-12)
+
+
+def test_a_finished_episode_is_not_run_twice() -> None:
+    episode = _episode(seed=2)
+    run_episode_task.apply(args=[episode.pk]).get()
+    count = Decision.objects.filter(episode=episode).count()
+    run_episode_task.apply(args=[episode.pk]).get()  # re-delivered message
+    assert Decision.objects.filter(episode=episode).count() == count
+
+
+def test_infrastructure_errors_are_retried_and_engine_errors_are_not(monkeypatch) -> None:
+    episode = _episode(seed=4)
+    calls = {"n": 0}
+    real = episode_runner.run_stored_episode
+
+    def flaky(episode_id: int, **kwargs):
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(episode_id, **kwargs)
+
+    monkeypatch.setattr(episode_runner, "run_stored_episode", flaky)
+    result = run_episode_task.apply(args=[episode.pk])
+    assert result.successful() and calls["n"] == 3
+
+    def broken(episode_id: int, **kwargs):
+        calls["n"] += 1
+        raise ZeroDivisionError("engine bug")
+
+    calls["n"] = 0
+    monkeypatch.setattr(episode_runner, "run_stored_episode", broken)
+    result = run_episode_task.apply(args=[episode.pk])
+    assert result.failed() and calls["n"] == 1
+
+
+def test_cancelling_stops_a_running_episode_at_the_next_batch(monkeypatch) -> None:
+    from procurement.services.episodes import cancel_episode
+
+    episode = _episode(scenario="hard_arena", seed=1)
+    monkeypatch.setattr(episode_runner, "BATCH_STEPS", 5)
+    original = episode_runner.append_decisions
+
+    def cancel_after_first_batch(ep, records, **kw):
+        rows = original(ep, records, **kw)
+        cancel_episode(Episode.objects.get(pk=ep.pk))
+        return rows
+
+    monkeypatch.setattr(episode_runner, "append_decisions", cancel_after_first_batch)
+    episode = episode_runner.run_stored_episode(episode.pk, live_updates=False)
+    assert episode.status == EpisodeStatus.CANCELLED
+    assert episode.decisions.count() == 5

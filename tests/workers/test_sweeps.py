@@ -1,0 +1,136 @@
+"""Sweeps on a real Celery worker process (PostgreSQL + Redis), and in the embedded thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from django.test import override_settings
+
+from procurement.models import Episode, Sweep, SweepCell, SweepStatus
+from procurement.services.sweeps import create_sweep
+from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
+from workers import app
+
+
+def _wait_for(sweep: Sweep, timeout: float = 120) -> Sweep:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sweep.refresh_from_db()
+        if sweep.status in (SweepStatus.FINISHED, SweepStatus.FAILED, SweepStatus.CANCELLED):
+            return sweep
+        time.sleep(0.2)
+    raise AssertionError(f"sweep still {sweep.status}: {sweep.done_cells}/{sweep.total_cells}")
+
+
+def _assert_exactly_one_result_per_cell(sweep: Sweep, check_scores: int = 10) -> None:
+    cells = list(SweepCell.objects.filter(sweep=sweep).select_related("episode"))
+    assert len(cells) == sweep.total_cells
+    assert {c.status for c in cells} == {"finished"}
+    assert Episode.objects.filter(sweep=sweep).count() == sweep.total_cells  # no orphans
+    assert len({c.episode_id for c in cells}) == sweep.total_cells
+    for cell in cells[:check_scores]:
+        assert cell.score == cell.episode.score
+        assert_contiguous_decisions(cell.episode)
+        assert cell.episode.score == pytest.approx(engine_score(cell.episode), abs=1e-12)
+    assert sweep.done_cells == sweep.total_cells and sweep.failed_cells == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_sweep_on_a_real_worker_ends_with_one_result_per_cell(celery_worker_process) -> None:
+    scenarios, policies = seeded()
+    sweep = create_sweep(
+        scenarios=[scenarios["easy_negotiation"], scenarios["medium_adversarial"]],
+        policies=[policies["expert"], policies["random"]],
+        seeds=6,
+    )
+    sweep = _wait_for(sweep)
+    assert sweep.status == SweepStatus.FINISHED
+    _assert_exactly_one_result_per_cell(sweep)
+    board = sweep.summary["leaderboard"]
+    assert {(r["scenario"], r["policy"]) for r in board} == {
+        (s, p) for s in ("easy_negotiation", "medium_adversarial") for p in ("expert", "random")
+    }
+    assert all(r["episodes"] == 6 for r in board)
+
+
+@pytest.mark.postgres
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_sigkilled_worker_process_mid_sweep_still_gives_exactly_one_result_per_cell(
+    celery_worker_process,
+) -> None:
+    scenarios, policies = seeded()
+    sweep = create_sweep(
+        scenarios=[scenarios["hard_arena"]], policies=[policies["expert"]], seeds=200
+    )
+    killed: set[int] = set()
+    deadline = time.monotonic() + 60
+    # Kill the pool process that is running a chunk, twice, while the sweep is under way.
+    while len(killed) < 2 and time.monotonic() < deadline:
+        active = app.control.inspect(timeout=0.2).active() or {}
+        busy = {
+            task["worker_pid"]
+            for tasks in active.values()
+            for task in tasks
+            if task["name"] == "workers.tasks.run_sweep_chunk"
+        } - killed
+        done = SweepCell.objects.filter(sweep=sweep, status="finished").count()
+        if busy and done < sweep.total_cells - 20:
+            pid = busy.pop()
+            assert pid in celery_worker_process.child_pids()
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+            time.sleep(0.5)
+        time.sleep(0.05)
+    assert killed, "no chunk was caught running: the sweep was too quick to interrupt"
+    sweep = _wait_for(sweep, timeout=180)
+    assert sweep.status == SweepStatus.FINISHED
+    _assert_exactly_one_result_per_cell(sweep, check_scores=40)
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(TASK_RUNNER="thread", SWEEP_CHUNK_CELLS=3)
+def test_embedded_thread_runs_the_same_sweep_tasks() -> None:
+    from workers.inprocess import get_runner
+
+    scenarios, policies = seeded()
+    sweep = create_sweep(
+        scenarios=[scenarios["easy_negotiation"]],
+        policies=[policies["expert"], policies["always_accept"]],
+        seeds=4,
+    )
+    assert get_runner().join(timeout=120)
+    sweep.refresh_from_db()
+    assert sweep.status == SweepStatus.FINISHED
+    _assert_exactly_one_result_per_cell(sweep)
+    board = {r["policy"]: r for r in sweep.summary["leaderboard"]}
+    assert board["expert"]["score"]["mean"] > board["always_accept"]["score"]["mean"]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(TASK_RUNNER="thread")
+def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
+    from procurement.services.sweep_runner import run_cells, start_sweep
+    from procurement.services.sweeps import cancel_sweep, finish_sweep
+
+    scenarios, policies = seeded()
+    sweep = create_sweep(
+        scenarios=[scenarios["easy_negotiation"]],
+        policies=[policies["expert"]],
+        seeds=6,
+        enqueue=False,
+    )
+    chunks = start_sweep(sweep.pk)
+    cell_ids = [c for chunk in chunks for c in chunk]
+    run_cells(sweep.pk, cell_ids[:2])
+    assert cancel_sweep(sweep)
+    run_cells(sweep.pk, cell_ids[2:])
+    sweep = finish_sweep(sweep)
+    assert sweep.status == SweepStatus.CANCELLED
+    statuses = list(SweepCell.objects.filter(sweep=sweep).values_list("status", flat=True))
+    assert statuses.count("finished") == 2 and statuses.count("cancelled") == 4
