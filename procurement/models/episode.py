@@ -70,6 +70,8 @@ class Episode(models.Model):
             models.Index(fields=["status", "-created_at"], name="episode_status_recent"),
             models.Index(fields=["scenario_name", "policy_name"], name="episode_scenario_policy"),
             models.Index(fields=["-created_at"], name="episode_recent"),
+            # a sweep cell's episode: linked in one UPDATE per chunk
+            models.Index(fields=["sweep", "scenario", "policy", "seed"], name="episode_sweep_cell"),
         ]
 
     def __str__(self) -> str:

@@ -13,13 +13,15 @@ import time
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from negotiation import run_episode
-from procurement.models import Decision, Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
+from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
 from procurement.services import live, throttle
+from procurement.services.decision_store import insert_decisions
 from procurement.services.episode_runner import build_policy
-from procurement.services.episodes import build_episode, decision_from_record
+from procurement.services.episodes import build_episode
 from procurement.services.sweeps import finish_sweep, refresh_progress
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress messages a second per sweep
@@ -96,21 +98,28 @@ def _store(played: list) -> int:
     if not played:
         return 0
     episodes = Episode.objects.bulk_create([episode for _, episode, _ in played])
-    Decision.objects.bulk_create(
+    insert_decisions(
         (
-            decision_from_record(episode.pk, step.to_dict(), "policy")
+            (episode.pk, step.to_dict())
             for (_, _, result), episode in zip(played, episodes, strict=True)
             for step in result.steps
         ),
-        batch_size=5000,
+        actor="policy",
     )
-    cells = []
-    for (cell, _, _), episode in zip(played, episodes, strict=True):
-        cell.episode, cell.status = episode, "finished"
-        cell.score, cell.metrics = episode.score, episode.metrics
-        cells.append(cell)
-    SweepCell.objects.bulk_update(cells, ["episode", "status", "score", "metrics"])
-    return len(cells)
+    # One UPDATE links every cell to its episode (same sweep, scenario, policy and seed).
+    match = Episode.objects.filter(
+        sweep_id=OuterRef("sweep_id"),
+        scenario_id=OuterRef("scenario_id"),
+        policy_id=OuterRef("policy_id"),
+        seed=OuterRef("seed"),
+    )
+    SweepCell.objects.filter(pk__in=[cell.pk for cell, _, _ in played]).update(
+        status="finished",
+        episode_id=Subquery(match.values("pk")[:1]),
+        score=Subquery(match.values("score")[:1]),
+        metrics=Subquery(match.values("metrics")[:1]),
+    )
+    return len(episodes)
 
 
 def complete_sweep(sweep_id: int) -> Sweep:
