@@ -94,11 +94,17 @@ class PolicyConfigViewSet(viewsets.ModelViewSet):
     write_role = "admin"
 
 
+MAX_BIGINT = 2**63 - 1  # out-of-range numbers are a 400, not a database error
+
+
 class EpisodeFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
     scenario = django_filters.CharFilter(field_name="scenario_name")
     policy = django_filters.CharFilter(field_name="policy_name")
-    sweep = django_filters.NumberFilter(field_name="sweep_id")
+    sweep = django_filters.NumberFilter(
+        field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
+    )
+    seed = django_filters.NumberFilter(min_value=0, max_value=MAX_BIGINT, decimal_places=0)
 
     class Meta:
         model = Episode

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from procurement.models import Decision, Episode, Sweep
@@ -82,6 +83,7 @@ def publish_sweep_progress(sweep: Sweep) -> None:
             "failed": sweep.failed_cells,
             "progress": sweep.progress,
         },
+        "sent_at": time.time(),  # lets clients (and the throttle test) see message spacing
     }
     _send(sweep.group_name, [event])
     _send(OVERVIEW_GROUP, [event])

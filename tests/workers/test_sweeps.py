@@ -12,7 +12,6 @@ from django.test import override_settings
 from procurement.models import Episode, Sweep, SweepCell, SweepStatus
 from procurement.services.sweeps import create_sweep
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
-from workers import app
 
 
 def _wait_for(sweep: Sweep, timeout: float = 120) -> Sweep:
@@ -66,33 +65,28 @@ def test_sigkilled_worker_process_mid_sweep_still_gives_exactly_one_result_per_c
 ) -> None:
     scenarios, policies = seeded()
     sweep = create_sweep(
-        scenarios=[scenarios["hard_arena"]], policies=[policies["expert"]], seeds=200
+        scenarios=[scenarios["hard_arena"]], policies=[policies["expert"]], seeds=400
     )
-    killed: set[int] = set()
-    deadline = time.monotonic() + 60
-    # Kill the pool process that is running a chunk, twice, while the sweep is under way.
-    while len(killed) < 2 and time.monotonic() < deadline:
-        active = app.control.inspect(timeout=0.2).active() or {}
-        busy = {
-            task["worker_pid"]
-            for tasks in active.values()
-            for task in tasks
-            if task["name"] == "workers.tasks.run_sweep_chunk"
-        } - killed
+    # 80 chunks queued for 2 pool processes that prefetch one each: both are busy until
+    # the end, so a SIGKILL lands in the middle of a chunk. Kill one at ~10 % and ~40 %.
+    kills_at, killed = [40, 160], []
+    deadline = time.monotonic() + 120
+    while kills_at and time.monotonic() < deadline:
         done = SweepCell.objects.filter(sweep=sweep, status="finished").count()
-        if done >= sweep.total_cells - 20:
-            break
-        if busy:
-            pid = busy.pop()
-            assert pid in celery_worker_process.child_pids()
+        if done >= kills_at[0]:
+            pid = celery_worker_process.child_pids()[0]
             os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
-            time.sleep(0.5)
-        time.sleep(0.05)
-    assert killed, "no chunk was caught running: the sweep was too quick to interrupt"
+            killed.append(pid)
+            kills_at.pop(0)
+        time.sleep(0.01)
+    assert len(killed) == 2, "the sweep ended before both kills"
     sweep = _wait_for(sweep, timeout=180)
     assert sweep.status == SweepStatus.FINISHED
     _assert_exactly_one_result_per_cell(sweep, check_scores=40)
+    log = celery_worker_process.log_path.read_text()
+    for pid in killed:  # the pool noticed the killed process, and its chunk was re-run
+        assert f"pid:{pid} exited with 'signal 9 (SIGKILL)'" in log
+    assert "WorkerLostError" in log
 
 
 @pytest.mark.django_db(transaction=True)

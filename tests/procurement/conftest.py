@@ -1,0 +1,89 @@
+"""Fixtures for the Django domain: users with roles, API clients, seeded presets."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from procurement.models import (
+    Decision,
+    Episode,
+    PolicyConfig,
+    Scenario,
+    Sweep,
+    SweepCell,
+)
+from procurement.services.accounts import create_user
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings) -> None:
+    """PBKDF2 costs ~0.3 s per user; these tests are about roles, not hashing strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def seeded(db) -> None:
+    """The built-in presets, catalogue and rule policies, loaded the way operators do."""
+    call_command("seed_presets", stdout=io.StringIO())
+
+
+@pytest.fixture
+def user_with_role(db, django_user_model) -> Callable:
+    """``user_with_role("ops")`` -> a user in that group; ``None`` -> a user with no role."""
+    counter = iter(range(10_000))
+
+    def make(role: str | None, username: str | None = None):
+        username = username or f"{role or 'norole'}{next(counter)}"
+        if role is None:
+            return django_user_model.objects.create_user(username=username, password=PASSWORD)
+        user, _ = create_user(username=username, role=role, password=PASSWORD)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def api_client_for(user_with_role) -> Callable:
+    """``api_client_for("analyst")`` -> an APIClient logged in (session) as such a user;
+    ``api_client_for("anonymous")`` -> not logged in; ``"none"`` -> logged in, no role."""
+
+    def make(role: str) -> APIClient:
+        client = APIClient()
+        if role == "anonymous":
+            return client
+        user = user_with_role(None if role == "none" else role)
+        client.force_login(user)
+        client.user = user
+        return client
+
+    return make
+
+
+@pytest.fixture
+def snapshot_counts() -> Callable[[], dict[str, int]]:
+    """Row counts of every domain table, to show a bad request changed nothing."""
+
+    def counts() -> dict[str, int]:
+        return {
+            m.__name__: m.objects.count()
+            for m in (Scenario, PolicyConfig, Episode, Decision, Sweep, SweepCell)
+        }
+
+    return counts
+
+
+@pytest.fixture
+def preset(seeded) -> Scenario:
+    return Scenario.objects.get(name="easy_negotiation")
+
+
+@pytest.fixture
+def expert(seeded) -> PolicyConfig:
+    return PolicyConfig.objects.get(name="expert")

@@ -1,0 +1,130 @@
+"""Accounts: role groups, role resolution, login-required pages."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+
+from procurement.roles import has_role, user_role
+from procurement.services.accounts import create_user, ensure_role_groups
+
+
+@pytest.mark.django_db
+def test_create_user_puts_the_user_in_exactly_one_role_group() -> None:
+    user, password = create_user(username="ann", role="analyst")
+    assert password and user.check_password(password)
+    assert list(user.groups.values_list("name", flat=True)) == ["analyst"]
+    assert not user.is_staff
+    user, password = create_user(username="ann", role="admin")
+    assert password is None  # re-roling keeps the password
+    assert list(user.groups.values_list("name", flat=True)) == ["admin"]
+    assert user.is_staff
+    user, password = create_user(username="ann", role="ops", password="new-pass-123")
+    assert password == "new-pass-123" and user.check_password("new-pass-123")
+    assert not user.is_staff
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("username", "role", "field"),
+    [
+        ("ann", "boss", "role"),
+        ("", "ops", "username"),
+        ("x" * 151, "ops", "username"),
+        ("no spaces please", "ops", "username"),
+    ],
+)
+def test_create_user_rejects_bad_input(django_user_model, username, role, field) -> None:
+    with pytest.raises(ValidationError) as err:
+        create_user(username=username, role=role)
+    assert field in err.value.message_dict
+    assert not django_user_model.objects.exists()
+
+
+@pytest.mark.django_db
+def test_role_groups_and_admin_permissions() -> None:
+    groups = ensure_role_groups()
+    assert set(groups) == {"analyst", "ops", "admin"}
+    assert Group.objects.count() == 3
+    perms = set(groups["admin"].permissions.values_list("codename", flat=True))
+    assert {"add_scenario", "change_scenario", "view_episode", "view_decision"} <= perms
+    assert not perms & {"change_episode", "delete_decision", "add_episode"}
+    ensure_role_groups()  # idempotent
+    assert Group.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_roles_are_ordered(user_with_role, django_user_model) -> None:
+    analyst, ops, admin = (user_with_role(r) for r in ("analyst", "ops", "admin"))
+    nobody = user_with_role(None)
+    root = django_user_model.objects.create_superuser("root", password="x")
+    assert [user_role(u) for u in (analyst, ops, admin, nobody, root)] == [
+        "analyst",
+        "ops",
+        "admin",
+        None,
+        "admin",
+    ]
+    assert has_role(ops, "analyst") and has_role(ops, "ops") and not has_role(ops, "admin")
+    assert not has_role(nobody, "analyst")
+    from django.contrib.auth.models import AnonymousUser
+
+    assert user_role(AnonymousUser()) is None
+
+
+@pytest.mark.django_db
+def test_login_page_and_redirects(client, user_with_role) -> None:
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200
+    assert b'name="username"' in page.content and b'name="password"' in page.content
+
+    user_with_role("analyst", username="alice")
+    bad = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert bad.status_code == 200 and b"didn't match" in bad.content
+    good = client.post(
+        "/accounts/login/", {"username": "alice", "password": "correct-horse-battery-staple"}
+    )
+    assert good.status_code == 302 and good["Location"] == "/"
+    overview = client.get("/")
+    assert overview.status_code == 200
+    assert b"alice" in overview.content and b"analyst" in overview.content
+
+
+@pytest.mark.django_db
+def test_overview_tells_a_user_without_role(client, user_with_role) -> None:
+    client.force_login(user_with_role(None))
+    response = client.get("/")
+    assert response.status_code == 200 and b"no role yet" in response.content
+
+
+@pytest.mark.django_db
+def test_healthz_and_login_need_no_login_but_admin_and_docs_do(client) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/accounts/login/").status_code == 200
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 302 and docs["Location"].startswith("/accounts/login/")
+    assert client.get("/admin/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_overview_shows_recent_episodes_and_the_leaderboard(client, user_with_role, preset,
+                                                            expert) -> None:  # fmt: skip
+    from procurement.models import Episode
+    from procurement.services.episodes import start_episode
+
+    for seed, score in ((1, 0.6), (2, 0.8)):
+        episode = start_episode(scenario=preset, policy=expert, seed=seed, enqueue=False)
+        Episode.objects.filter(pk=episode.pk).update(
+            status="finished", score=score, metrics={"deal_rate": 1.0, "buyer_share": 0.5}
+        )
+    client.force_login(user_with_role("ops"))
+    response = client.get("/")
+    assert response.status_code == 200
+    board = response.context["leaderboard"]
+    assert len(board) == 1 and board[0]["episodes"] == 2
+    assert board[0]["score"]["mean"] == pytest.approx(0.7)
+    assert b"0.700" in response.content and b"easy_negotiation" in response.content

@@ -1,0 +1,174 @@
+"""Episode services: start (enqueue on commit), bulk decisions, finish, cancel, replay."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig
+from procurement.services import episodes as svc
+from procurement.services.episode_runner import run_stored_episode
+
+
+def record(step: int, week: int = 0) -> dict:
+    return {
+        "step": step,
+        "week": week,
+        "action": {"action_type": "defer"},
+        "valid": True,
+        "error": None,
+        "response": None,
+        "reward": 0.001 * step,
+        "running_score": 0.5,
+        "events": [],
+        "state": {"budget_remaining": 100.0},
+    }
+
+
+@pytest.fixture
+def episode(preset, expert) -> Episode:
+    return svc.start_episode(scenario=preset, policy=expert, seed=11, enqueue=False)
+
+
+@pytest.mark.django_db
+def test_start_episode_snapshots_and_dispatches_after_commit(
+    preset, expert, django_capture_on_commit_callbacks, monkeypatch
+) -> None:
+    from workers.tasks import run_episode_task
+
+    sent = []
+    monkeypatch.setattr(
+        run_episode_task, "apply_async", lambda args, kwargs, **opts: sent.append((args, opts))
+    )
+    with override_settings(TASK_RUNNER="celery"):
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            episode = svc.start_episode(scenario=preset, policy=expert, seed=5)
+        assert len(callbacks) == 1 and sent == []  # nothing is sent before the commit
+        callbacks[0]()
+    assert sent == [((episode.pk,), {"queue": "cpu"})]
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.QUEUED
+    assert (episode.scenario_name, episode.policy_name, episode.seed) == (
+        "easy_negotiation",
+        "expert",
+        5,
+    )
+    assert episode.scenario_snapshot == preset.engine_config()
+    assert episode.policy_snapshot == expert.snapshot()
+    assert episode.scenario_version == preset.version
+
+
+@pytest.mark.django_db
+def test_start_episode_without_enqueue_sends_nothing(
+    preset, expert, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks() as callbacks:
+        svc.start_episode(scenario=preset, policy=expert, seed=5, enqueue=False)
+    assert callbacks == []
+
+
+@pytest.mark.django_db
+def test_llm_work_goes_to_the_gpu_queue(preset) -> None:
+    llm = PolicyConfig.objects.create(name="llm-a", policy="llm", backend="vllm", model="/m")
+    assert svc.build_episode(scenario=preset, policy=llm, seed=0).queue == "gpu"
+    rule = PolicyConfig.objects.get(name="expert")
+    assert svc.queue_for({**preset.config, "supplier_llm": {"model": "x"}}, rule) == "gpu"
+    assert svc.queue_for(preset.config, rule) == "cpu"
+
+
+@pytest.mark.django_db
+def test_append_decisions_is_one_insert_whatever_the_batch(
+    episode, django_assert_num_queries
+) -> None:
+    # savepoint, the INSERT of every row, the episode's step counter, release; SQLite caps
+    # the parameters of one statement, so there the INSERT may be split in a few batches.
+    records = [record(i, i // 10) for i in range(200)]
+    fields = [f for f in Decision._meta.concrete_fields if not f.primary_key]
+    batch = min(1000, connection.ops.bulk_batch_size(fields, records) or 1000)
+    inserts = math.ceil(len(records) / batch)
+    if connection.vendor == "postgresql":
+        assert inserts == 1
+    with django_assert_num_queries(3 + inserts):
+        rows = svc.append_decisions(episode, records)
+    assert len(rows) == 200
+    with django_assert_num_queries(4):
+        svc.append_decisions(episode, [record(200)], actor="human")
+    with django_assert_num_queries(0):
+        assert svc.append_decisions(episode, []) == []
+    episode.refresh_from_db()
+    assert episode.steps == 201
+    assert Decision.objects.filter(episode=episode).count() == 201
+    last = episode.decisions.get(step=200)
+    assert last.actor == "human" and last.state == {"budget_remaining": 100.0}
+    assert last.action_type == "defer"
+
+
+@pytest.mark.django_db
+def test_finish_fail_and_cancel(episode) -> None:
+    assert svc.mark_running(episode)
+    assert episode.status == EpisodeStatus.RUNNING and episode.attempts == 1
+    assert episode.started_at is not None
+    svc.finish_episode(episode, score=0.75, metrics={"deal_rate": 1.0}, engine_seconds=0.01)
+    episode.refresh_from_db()
+    assert (episode.status, episode.score, episode.metrics) == (
+        "finished",
+        0.75,
+        {"deal_rate": 1.0},
+    )
+    assert episode.finished_at >= episode.started_at and episode.duration_seconds >= 0
+    assert not svc.mark_running(episode)  # a finished episode is never claimed again
+    assert not svc.cancel_episode(episode)
+    assert episode.status == EpisodeStatus.FINISHED
+
+
+@pytest.mark.django_db
+def test_cancel_and_fail(preset, expert) -> None:
+    queued = svc.start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
+    assert svc.cancel_episode(queued)
+    assert queued.status == EpisodeStatus.CANCELLED and queued.finished_at
+    failing = svc.start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
+    svc.fail_episode(failing, "x" * 10_000)
+    failing.refresh_from_db()
+    assert failing.status == EpisodeStatus.FAILED and len(failing.error) == 5000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("policy", ["expert", "greedy_lowball", "random"])
+def test_replay_reproduces_the_stored_score(seeded, policy) -> None:
+    from procurement.models import Scenario
+
+    scenario = Scenario.objects.get(name="medium_adversarial")
+    episode = svc.start_episode(
+        scenario=scenario, policy=PolicyConfig.objects.get(name=policy), seed=7, enqueue=False
+    )
+    run_stored_episode(episode.pk, live_updates=False)
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED, episode.error
+    assert episode.steps == episode.decisions.count() > 0
+    assert list(episode.decisions.values_list("step", flat=True)) == list(range(episode.steps))
+    assert 0.0 <= episode.score <= 1.0
+
+    report = svc.replay_episode(episode)
+    assert report.matches, report
+    assert report.steps == episode.steps
+    assert report.replayed_score == pytest.approx(episode.score, abs=1e-12)
+
+    # a tampered stored score is detected
+    Episode.objects.filter(pk=episode.pk).update(score=episode.score + 0.05)
+    episode.refresh_from_db()
+    assert not svc.replay_episode(episode).matches
+
+
+@pytest.mark.django_db
+def test_the_largest_accepted_seed_runs_and_replays(preset) -> None:
+    from procurement.api.serializers import MAX_SEED
+
+    policy = PolicyConfig.objects.get(name="random")
+    episode = svc.start_episode(scenario=preset, policy=policy, seed=MAX_SEED, enqueue=False)
+    run_stored_episode(episode.pk, live_updates=False)
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED, episode.error
+    assert episode.seed == MAX_SEED and svc.replay_episode(episode).matches
