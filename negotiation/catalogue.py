@@ -38,3 +38,24 @@ def get_catalogue() -> Catalogue:
     items = tuple(CatalogueItem(**row) for row in raw["items"])
     cats = tuple(sorted({i.category for i in items}))
     return Catalogue(items, {i.key: i for i in items}, cats, raw.get("currency", "USD"))
+
+
+def catalogue_for(items: list | tuple = ()) -> Catalogue:
+    """The scenario's own items (ItemSpec-like objects) when it lists any, else the shipped
+    catalogue."""
+    if not items:
+        return get_catalogue()
+    rows = tuple(
+        CatalogueItem(
+            i.key,
+            i.name,
+            i.category,
+            i.unit,
+            float(i.typical_unit_price),
+            int(i.order_qty_min),
+            int(i.order_qty_max),
+        )
+        for i in items
+    )
+    cats = tuple(sorted({i.category for i in rows}))
+    return Catalogue(rows, {i.key: i for i in rows}, cats, get_catalogue().currency)

@@ -59,6 +59,31 @@ class SupplierLLMSpec(BaseModel):
     personas: list[str] = Field(default_factory=list)
 
 
+class ItemSpec(BaseModel):
+    """A catalogue item a scenario draws requirements from (replaces the shipped catalogue)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9_\-]+$")
+    name: str = Field(min_length=1, max_length=200)
+    category: str = Field(min_length=1, max_length=64)
+    unit: str = Field(default="unit", min_length=1, max_length=32)
+    typical_unit_price: float = Field(gt=0.0, le=1e9)
+    order_qty_min: int = Field(default=1, ge=1, le=10_000_000)
+    order_qty_max: int = Field(default=100, ge=1, le=10_000_000)
+
+
+class SupplierSpec(BaseModel):
+    """A named supplier the scenario always includes; the rest are generated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    persona: Literal["cooperative", "hardball", "deceptive", "distressed"]
+    categories: list[str] = Field(min_length=1, max_length=20)
+    lead_time_weeks: int = Field(default=2, ge=0, le=26)
+
+
 def _default_mix() -> dict[str, float]:
     return {"cooperative": 0.4, "hardball": 0.3, "deceptive": 0.15, "distressed": 0.15}
 
@@ -120,6 +145,10 @@ class ScenarioConfig(BaseModel):
     bilateral_cost_factor: float = Field(default=0.7, gt=0.0, le=10.0)
     bilateral_ask_factor: float = Field(default=1.3, gt=0.0, le=10.0)
 
+    # --- catalogue (empty: the shipped catalogue and generated suppliers) ----------------
+    items: list[ItemSpec] = Field(default_factory=list, max_length=1000)
+    supplier_roster: list[SupplierSpec] = Field(default_factory=list, max_length=60)
+
     supplier_llm: SupplierLLMSpec | None = None
 
     @model_validator(mode="after")
@@ -139,7 +168,7 @@ class ScenarioConfig(BaseModel):
 
 def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
     """Checks that involve several fields or values pydantic cannot express alone."""
-    from .catalogue import get_catalogue  # local import: catalogue is loaded lazily
+    from .catalogue import catalogue_for, get_catalogue  # local: loaded lazily
 
     errs: list[dict[str, str]] = []
 
@@ -167,7 +196,8 @@ def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
     if cfg.mode == "bilateral":
         if cfg.bilateral_persona not in PERSONAS:
             add("bilateral_persona", f"Unknown persona; use one of {', '.join(PERSONAS)}.")
-        if cfg.bilateral_item != "random" and cfg.bilateral_item not in get_catalogue().by_key:
+        known = catalogue_for(cfg.items).by_key
+        if cfg.bilateral_item != "random" and cfg.bilateral_item not in known:
             add("bilateral_item", f"Unknown catalogue item '{cfg.bilateral_item}'.")
         if cfg.actions_per_week * cfg.weeks < cfg.bilateral_max_rounds + 2:
             add(
@@ -181,6 +211,18 @@ def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
                 "bilateral_budget_factor",
                 "Buyer budget must leave a zone of agreement above the seller's cost (+12%).",
             )
+    keys = [i.key for i in cfg.items]
+    if len(set(keys)) != len(keys):
+        add("items", "Item keys must be unique.")
+    for i, item in enumerate(cfg.items):
+        if item.order_qty_min > item.order_qty_max:
+            add(f"items.{i}.order_qty_min", "Must not exceed order_qty_max.")
+    if len(cfg.supplier_roster) > cfg.n_suppliers:
+        add("supplier_roster", f"Lists more suppliers than n_suppliers ({cfg.n_suppliers}).")
+    categories = {i.category for i in cfg.items} or set(get_catalogue().categories)
+    for i, spec in enumerate(cfg.supplier_roster):
+        if not set(spec.categories) & categories:
+            add(f"supplier_roster.{i}.categories", "Serves none of the scenario's categories.")
     if cfg.supplier_llm is not None:
         for p in cfg.supplier_llm.personas:
             if p not in PERSONAS:

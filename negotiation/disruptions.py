@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .catalogue import get_catalogue
 from .config import DisruptionSpec
 
 if TYPE_CHECKING:
@@ -96,7 +95,7 @@ def _demand_spike(env: ProcurementEnv, spec: DisruptionSpec, week: int) -> None:
         return
     served = sorted({c for s in env.suppliers for c in s.categories})
     cat = spec.target if spec.target in served else rng.choice(served)
-    item = rng.choice(get_catalogue().in_category(cat))
+    item = rng.choice(env.catalogue.in_category(cat))
     rid = f"R{len(env.requirements) + 1:02d}"
     r = make_requirement(env, rid, item, deadline, True, week)
     r.quantity = max(1, r.quantity // 2)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .actions import ActionError, execute_action
+from .catalogue import catalogue_for
 from .config import ScenarioConfig
 from .entities import (
     Contract,
@@ -41,6 +42,7 @@ class ProcurementEnv:
         from .scenarios import load_scenario
 
         self.cfg: ScenarioConfig = load_scenario(config)
+        self.catalogue = catalogue_for(self.cfg.items)
         self._epoch = [0]
         self.seed: int | None = None
         self.done = True
@@ -81,9 +83,7 @@ class ProcurementEnv:
     def item_price(self, r: Requirement) -> float:
         p = self._item_price.get(r.item_key)
         if p is None:
-            from .catalogue import get_catalogue
-
-            p = self._item_price[r.item_key] = get_catalogue().by_key[r.item_key].typical_unit_price
+            p = self._item_price[r.item_key] = self.catalogue.by_key[r.item_key].typical_unit_price
         return p
 
     def list_price(self, sid: str, r: Requirement) -> float:

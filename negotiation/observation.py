@@ -45,7 +45,6 @@ class Observation:
         "purchase_requisitions",
         "quote_validity_weeks",
         "requirements",
-        "scenario_name",
         "step",
         "suppliers",
         "threads",
@@ -74,7 +73,6 @@ class Observation:
         self.last_action = env.last_action
         self.done = env.done
         self.max_rounds = env.max_rounds
-        self.scenario_name = cfg.name
         self.pr_threshold = cfg.pr_threshold
         self.pr_lead_weeks = cfg.pr_lead_weeks
         self.pr_guardrail = cfg.pr_guardrail

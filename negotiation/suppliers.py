@@ -137,6 +137,27 @@ _TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+# Messages come from ONE shared pool per response kind, drawn with persona-dependent
+# weights (3 for the persona's own phrasing, 1 for everyone else's): the wording hints at
+# a persona but never identifies it, like the reputation notes.
+_OWN_WEIGHT, _OTHER_WEIGHT = 3.0, 1.0
+_POOL: dict[str, tuple[tuple[str, ...], dict[str, tuple[float, ...]]]] = {}
+for _kind in ("accept", "counter", "walk_away", "insult"):
+    _texts = [(p, t) for p, kinds in _TEMPLATES.items() for t in kinds[_kind]]
+    _POOL[_kind] = (
+        tuple(t for _, t in _texts),
+        {
+            persona: tuple(_OWN_WEIGHT if p == persona else _OTHER_WEIGHT for p, _ in _texts)
+            for persona in _TEMPLATES
+        },
+    )
+
+
+def pick_message(rng: random.Random, kind: str, persona: str) -> str:
+    texts, weights = _POOL[kind]
+    return rng.choices(texts, weights=weights[persona])[0]
+
+
 @dataclass(slots=True)
 class SupplierContext:
     """Everything a supplier policy may use to decide one response (hidden state included)."""
@@ -172,23 +193,25 @@ class RulePersonaPolicy(SupplierPolicy):
 
     def respond(self, ctx: SupplierContext) -> ProposedDecision:
         th, sh, o, k, rng = ctx.thread, ctx.supplier, ctx.offer, ctx.round, ctx.rng
-        tpl = _TEMPLATES[ctx.persona]
+        persona = ctx.persona
         if o < th.reservation * (1.0 - sh.insult):
             # A lowball far below reservation: may end the thread; two strikes always do.
             th.strikes += 1
             if th.strikes >= 2 or rng.random() < sh.insult_walk_prob:
-                return ProposedDecision("walk_away", None, rng.choice(tpl["walk_away"]))
+                return ProposedDecision("walk_away", None, pick_message(rng, "walk_away", persona))
             price = th.last_counter if th.last_counter is not None else th.anchor
-            return ProposedDecision("counter", price, rng.choice(tpl["insult"]) + " {price}.")
+            return ProposedDecision(
+                "counter", price, pick_message(rng, "insult", persona) + " {price}."
+            )
         ask = ask_at(th, k)
         if o >= ask:
-            return ProposedDecision("accept", o, rng.choice(tpl["accept"]))
+            return ProposedDecision("accept", o, pick_message(rng, "accept", persona))
         if k > th.patience:
             # Patience exhausted: last chance. Anything at or above the reservation beats no deal.
             if o >= th.reservation:
-                return ProposedDecision("accept", o, rng.choice(tpl["accept"]))
-            return ProposedDecision("walk_away", None, rng.choice(tpl["walk_away"]))
-        return ProposedDecision("counter", ask, rng.choice(tpl["counter"]))
+                return ProposedDecision("accept", o, pick_message(rng, "accept", persona))
+            return ProposedDecision("walk_away", None, pick_message(rng, "walk_away", persona))
+        return ProposedDecision("counter", ask, pick_message(rng, "counter", persona))
 
 
 RULE_POLICY = RulePersonaPolicy()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from .catalogue import CatalogueItem, get_catalogue
+from .catalogue import CatalogueItem
 from .config import PERSONAS
 from .entities import TELL_NAMES, Requirement, Supplier, SupplierHidden
 
@@ -159,7 +159,7 @@ def make_requirement(
 
 def generate_arena(env: ProcurementEnv) -> None:
     cfg, rng = env.cfg, env.rng
-    cat = get_catalogue()
+    cat = env.catalogue
     cats = list(cat.categories)
     rng.shuffle(cats)
     # Requirements: distinct categories first, then repeats.
@@ -180,9 +180,20 @@ def generate_arena(env: ProcurementEnv) -> None:
         )
 
     req_cats = sorted({r.category for r in env.requirements})
-    personas = persona_counts(cfg.persona_mix, cfg.n_suppliers)
+    roster = cfg.supplier_roster  # named suppliers first (from the scenario's profiles)
+    for i, spec in enumerate(roster):
+        add_supplier(
+            env,
+            f"S{i + 1:02d}",
+            spec.name,
+            spec.persona,
+            tuple(spec.categories),
+            spec.lead_time_weeks,
+        )
+    n_generated = cfg.n_suppliers - len(roster)
+    personas = persona_counts(cfg.persona_mix, n_generated) if n_generated else []
     rng.shuffle(personas)
-    names = rng.sample(_NAME_A, k=min(len(_NAME_A), cfg.n_suppliers))
+    names = rng.sample(_NAME_A, k=min(len(_NAME_A), n_generated))
     for i, persona in enumerate(personas):
         primary = req_cats[i % len(req_cats)]
         cats_i = [primary]
@@ -195,7 +206,7 @@ def generate_arena(env: ProcurementEnv) -> None:
         )
         add_supplier(
             env,
-            f"S{i + 1:02d}",
+            f"S{len(roster) + i + 1:02d}",
             name,
             persona,
             tuple(cats_i),
@@ -249,7 +260,7 @@ def _cost_ratio(persona: str) -> tuple[float, float]:
 def generate_bilateral(env: ProcurementEnv) -> None:
     """One supplier, one item: buyer budget, seller cost, asking price, max rounds, persona."""
     cfg, rng = env.cfg, env.rng
-    cat = get_catalogue()
+    cat = env.catalogue
     item = (
         rng.choice(cat.items) if cfg.bilateral_item == "random" else cat.by_key[cfg.bilateral_item]
     )

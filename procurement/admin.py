@@ -42,20 +42,30 @@ class _ScenarioAdminFormBase(forms.ModelForm):
         config = scenario_form.config_from_cleaned(cleaned, self.config_fields)
         config["name"] = cleaned.get("name") or "custom"
         config["description"] = cleaned.get("description") or ""
+        # The selected catalogue entries become the engine's items and supplier roster.
+        templates = cleaned.get("requirement_templates") or []
+        profiles = cleaned.get("supplier_profiles") or []
+        config["items"] = [t.as_item_spec() for t in templates]
+        config["supplier_roster"] = [p.as_supplier_spec() for p in profiles]
         try:
             self.validated_config = scenario_services.validate_scenario_config(config)
         except ValidationError as exc:
+            selected = {"items": list(templates), "supplier_roster": list(profiles)}
             for field, errors in exc.message_dict.items():
-                root = field.split(".")[0]
-                target = root if root in self.fields else None
+                target, label = self._error_target(field, selected)
                 for message in errors:
-                    prefix = (
-                        ""
-                        if target == field or (target is None and field == "config")
-                        else (f"{field}: ")
-                    )
-                    self.add_error(target, prefix + message)
+                    self.add_error(target, f"{label}: {message}" if label else message)
         return cleaned
+
+    def _error_target(self, field: str, selected: dict) -> tuple[str | None, str]:
+        """The form field an engine error belongs to, and a label for nested paths."""
+        parts = field.split(".")
+        root = scenario_form.CATALOGUE_FIELDS.get(parts[0], parts[0])
+        if parts[0] in selected and len(parts) > 1 and parts[1].isdigit():
+            return root, str(selected[parts[0]][int(parts[1])])  # name the catalogue entry
+        if root in self.fields:
+            return root, "" if root == field else field
+        return None, "" if field == "config" else field
 
 
 # The engine's parameters are declared form fields (generated from ScenarioConfig), so the
@@ -222,12 +232,19 @@ class PolicyConfigAdmin(admin.ModelAdmin):
 
 @admin.register(RequirementTemplate)
 class RequirementTemplateAdmin(admin.ModelAdmin):
-    list_display = ["name", "category", "unit", "typical_unit_price"]
+    list_display = [
+        "name",
+        "category",
+        "unit",
+        "typical_unit_price",
+        "order_qty_min",
+        "order_qty_max",
+    ]
     list_filter = ["category"]
     search_fields = ["name", "key"]
 
 
 @admin.register(SupplierProfile)
 class SupplierProfileAdmin(admin.ModelAdmin):
-    list_display = ["name", "persona", "lead_time_weeks", "reliability"]
+    list_display = ["name", "persona", "categories", "lead_time_weeks"]
     list_filter = ["persona"]

@@ -16,7 +16,10 @@ from pydantic.fields import FieldInfo
 
 from negotiation import ScenarioConfig
 
-EXCLUDED = {"name", "description"}  # the model's own fields
+# The model's own fields, and the catalogue lists, which come from the selected
+# requirement templates and supplier profiles.
+EXCLUDED = {"name", "description", "items", "supplier_roster"}
+CATALOGUE_FIELDS = {"items": "requirement_templates", "supplier_roster": "supplier_profiles"}
 
 
 def _bounds(info: FieldInfo) -> dict[str, Any]:

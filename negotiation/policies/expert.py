@@ -281,6 +281,7 @@ class ExpertPolicy(Policy):
                         if cost > obs.pr_threshold and not has_pr(obs, r.id, cost):
                             if (
                                 _pr_covering(obs, r.id, cost, ("pending",))
+                                and _escalatable(obs, r.id)
                                 and obs.escalations_left > 0
                                 and slack <= 1
                             ):
@@ -345,11 +346,7 @@ class ExpertPolicy(Policy):
             return best_neg[1]
         # 4. Escalate a pending PR if it blocks an urgent requirement.
         for r in reqs:
-            if (
-                obs.escalations_left > 0
-                and _pending_count(obs, r.id) > 0
-                and r.deadline_week - week <= 2
-            ):
+            if obs.escalations_left > 0 and _escalatable(obs, r.id) and r.deadline_week - week <= 2:
                 return {"action_type": "escalate", "requirement_id": r.id}
         return {"action_type": "defer"}
 
@@ -380,3 +377,12 @@ def _pending_count(obs: Observation, rid: str) -> int:
     return sum(
         1 for p in obs.purchase_requisitions if p.requirement_id == rid and p.status == "pending"
     )
+
+
+def _escalatable(obs: Observation, rid: str) -> bool:
+    """Escalation approves the requirement's oldest pending PR, which must still fit the
+    remaining budget (else the action is invalid)."""
+    for p in obs.purchase_requisitions:
+        if p.requirement_id == rid and p.status == "pending":
+            return p.amount <= obs.budget_remaining
+    return False

@@ -115,6 +115,8 @@ def seed_presets() -> dict[str, int]:
                 "category": item.category,
                 "unit": item.unit,
                 "typical_unit_price": item.typical_unit_price,
+                "order_qty_min": item.order_qty_min,
+                "order_qty_max": item.order_qty_max,
             },
         )
         counts["templates"] += int(created)

@@ -154,3 +154,28 @@ def test_reject_reward_is_identical_for_every_persona():
             if env.done:
                 break
     assert rewards <= {0.0}
+
+
+def test_the_observation_object_carries_no_scenario_name() -> None:
+    # A bilateral preset's name would reveal the seller's persona to a policy.
+    from negotiation import ProcurementEnv, load_scenario
+
+    obs = ProcurementEnv(load_scenario("bilateral_deceptive")).reset(seed=0)
+    assert not hasattr(obs, "scenario_name")
+    assert "deceptive" not in str(obs.to_dict())
+
+
+def test_supplier_wording_hints_but_never_identifies_a_persona() -> None:
+    """Every message text can come from more than one persona."""
+    import random
+    from collections import defaultdict
+
+    from negotiation.suppliers import pick_message
+
+    sources: dict[str, set[str]] = defaultdict(set)
+    rng = random.Random(0)
+    for persona in ("cooperative", "hardball", "deceptive", "distressed"):
+        for kind in ("accept", "counter", "walk_away", "insult"):
+            for _ in range(400):
+                sources[pick_message(rng, kind, persona)].add(persona)
+    assert sources and all(len(personas) >= 2 for personas in sources.values())

@@ -137,3 +137,12 @@ def test_random_policy_is_resumable_from_step():
     a = get_policy("random", seed=5).act(obs)
     b = get_policy("random", seed=5).act(obs)
     assert a == b
+
+
+@pytest.mark.parametrize("preset", ["easy_negotiation", "medium_adversarial", "hard_arena"])
+def test_expert_never_sends_an_invalid_action(preset):
+    # e.g. escalating a pending PR that no longer fits the budget would be invalid
+    for seed in range(40):
+        result = run_episode(preset, "expert", seed)
+        bad = [(s.step, s.action, s.error) for s in result.steps if not s.valid]
+        assert bad == [], f"seed {seed}: {bad[:2]}"

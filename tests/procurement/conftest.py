@@ -87,3 +87,12 @@ def preset(seeded) -> Scenario:
 @pytest.fixture
 def expert(seeded) -> PolicyConfig:
     return PolicyConfig.objects.get(name="expert")
+
+
+@pytest.fixture
+def admin_client(client, user_with_role, seeded):
+    """Logged in as a user of the admin role (staff, group permissions; not a superuser)."""
+    user = user_with_role("admin")
+    client.force_login(user)
+    client.user = user
+    return client

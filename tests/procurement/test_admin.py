@@ -36,15 +36,6 @@ def change_url(obj) -> str:
     return f"/admin/procurement/{obj._meta.model_name}/{obj.pk}/change/"
 
 
-@pytest.fixture
-def admin_client(client, user_with_role, seeded):
-    """Logged in as a user of the admin role (staff, group permissions; not a superuser)."""
-    user = user_with_role("admin")
-    client.force_login(user)
-    client.user = user
-    return client
-
-
 def form_errors(response) -> dict:
     assert response.status_code == 200, response.status_code
     return response.context["adminform"].form.errors
