@@ -380,7 +380,17 @@ def _award(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
             "price_mismatch",
             f"The agreed price with {sid} on {rid} is {price:,.2f}; awards use the agreed price.",
         )
-    cost = qty * price
+    _charge(env, r, qty * price)
+    c = _make_contract(env, sup, th, r, qty, price, False)
+    env.emit(
+        "award",
+        f"{c.id}: {qty} x {r.name} from {sup.id} at {price:,.2f}, due week {c.due_week}.",
+    )
+    return None, False
+
+
+def _charge(env: ProcurementEnv, r: Requirement, cost: float) -> None:
+    """Budget and PR checks shared by award and hedge; consumes the covering PR."""
     if cost > env.budget_remaining + 1e-6:
         raise ActionError(
             "budget_exceeded",
@@ -389,12 +399,6 @@ def _award(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
     pr = _pr_cover(env, r, cost)
     if pr is not None:
         pr.status = "used"
-    c = _make_contract(env, sup, th, r, qty, price, False)
-    env.emit(
-        "award",
-        f"{c.id}: {qty} x {r.name} from {sup.id} at {price:,.2f}, due week {c.due_week}.",
-    )
-    return None, False
 
 
 def _hedge(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
@@ -416,15 +420,7 @@ def _hedge(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
         )
     s1, t1, p1 = _award_checks(env, sid, r, q1)
     s2, t2, p2 = _award_checks(env, hid, r, q2)
-    cost = q1 * p1 + q2 * p2
-    if cost > env.budget_remaining + 1e-6:
-        raise ActionError(
-            "budget_exceeded",
-            f"Cost {cost:,.2f} exceeds the remaining budget {env.budget_remaining:,.2f}.",
-        )
-    pr = _pr_cover(env, r, cost)
-    if pr is not None:
-        pr.status = "used"
+    _charge(env, r, q1 * p1 + q2 * p2)
     c1 = _make_contract(env, s1, t1, r, q1, p1, True)
     c2 = _make_contract(env, s2, t2, r, q2, p2, True)
     env.counters["hedges"] += 1

@@ -199,7 +199,7 @@ class ExpertPolicy(Policy):
                     return {
                         "action_type": "raise_pr",
                         "requirement_id": r.id,
-                        "amount": round(amount, 2) - 0.01,
+                        "amount": round(round(amount, 2) - 0.01, 2),  # a cent under the cap
                     }
 
         best_neg: tuple[float, dict[str, Any]] | None = None

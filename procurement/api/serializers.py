@@ -134,21 +134,16 @@ class EpisodeCreateSerializer(serializers.Serializer):
 class DecisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Decision
-        fields = [
-            "step",
-            "week",
-            "action",
-            "valid",
-            "error",
-            "response",
-            "reward",
-            "running_score",
-            "events",
-            "state",
-            "actor",
-            "created_at",
-        ]
+        fields = [*Decision.RECORD_FIELDS, "actor", "created_at"]
         read_only_fields = fields
+
+
+class ReplaySerializer(serializers.Serializer):
+    episode_id = serializers.IntegerField()
+    steps = serializers.IntegerField()
+    stored_score = serializers.FloatField(allow_null=True)
+    replayed_score = serializers.FloatField()
+    matches = serializers.BooleanField()
 
 
 class SweepSerializer(serializers.ModelSerializer):

@@ -148,6 +148,19 @@ class EpisodeViewSet(
         page = self.paginate_queryset(episode_decisions(episode))
         return self.get_paginated_response(s.DecisionSerializer(page, many=True).data)
 
+    @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def replay(self, request, pk=None):
+        """Re-run the stored actions through a fresh engine and compare the score."""
+        episode = self.get_object()
+        if episode.status != "finished":
+            return Response(
+                {"detail": f"Episode is {episode.status}; only finished ones replay."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        report = episode_services.replay_episode(episode)
+        return Response(s.ReplaySerializer(report).data)
+
     @extend_schema(request=None, responses={200: s.EpisodeSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):

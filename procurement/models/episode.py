@@ -95,6 +95,20 @@ class Episode(models.Model):
 class Decision(models.Model):
     """One step of an episode: the buyer's action, its outcome and the state after it."""
 
+    # The fields of an engine StepRecord (negotiation.runner), stored one to one.
+    RECORD_FIELDS = (
+        "step",
+        "week",
+        "action",
+        "valid",
+        "error",
+        "response",
+        "reward",
+        "running_score",
+        "events",
+        "state",
+    )
+
     episode = models.ForeignKey(
         "procurement.Episode", on_delete=models.CASCADE, related_name="decisions"
     )

@@ -16,23 +16,11 @@ from django.db import connection
 from django.utils import timezone
 
 from procurement.models import Decision
+from procurement.services.episodes import decision_from_record
 
-COLUMNS = (
-    "episode_id",
-    "step",
-    "week",
-    "action",
-    "valid",
-    "error",
-    "response",
-    "reward",
-    "running_score",
-    "events",
-    "state",
-    "actor",
-    "created_at",
-)
-JSON_COLUMNS = {"action", "error", "response", "events", "state"}
+FIELDS = Decision.RECORD_FIELDS
+COLUMNS = ("episode_id", *FIELDS, "actor", "created_at")
+JSON_FIELDS = {"action", "error", "response", "events", "state"}
 
 
 def _dumps(value: Any) -> str | None:
@@ -41,27 +29,16 @@ def _dumps(value: Any) -> str | None:
 
 def insert_decisions(episode_id_records: Iterable[tuple[int, dict[str, Any]]], actor: str) -> int:
     """Insert (episode_id, step record) pairs; returns the number of rows written."""
-    now = timezone.now()
-    rows = (
-        (
-            episode_id, r["step"], r["week"], _dumps(r["action"]), r["valid"],
-            _dumps(r["error"]), _dumps(r["response"]), r["reward"], r["running_score"],
-            _dumps(r["events"] or []), _dumps(r["state"] or {}), actor, now,
-        )
-        for episode_id, r in episode_id_records
-    )  # fmt: skip
     if connection.vendor != "postgresql":
-        objs = [
-            Decision(**{c: json.loads(v) if c in JSON_COLUMNS and v is not None else v
-                        for c, v in zip(COLUMNS, row, strict=True)})
-            for row in rows
-        ]  # fmt: skip
+        objs = [decision_from_record(eid, record, actor) for eid, record in episode_id_records]
         Decision.objects.bulk_create(objs, batch_size=1000)
         return len(objs)
+    now = timezone.now()
     count = 0
     sql = f"COPY {Decision._meta.db_table} ({', '.join(COLUMNS)}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        for row in rows:
-            copy.write_row(row)
+        for episode_id, record in episode_id_records:
+            values = (_dumps(record[f]) if f in JSON_FIELDS else record[f] for f in FIELDS)
+            copy.write_row((episode_id, *values, actor, now))
             count += 1
     return count

@@ -11,19 +11,6 @@ from django.utils import timezone
 
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
 
-DECISION_FIELDS = (
-    "step",
-    "week",
-    "action",
-    "valid",
-    "error",
-    "response",
-    "reward",
-    "running_score",
-    "events",
-    "state",
-)
-
 
 def queue_for(scenario_config: dict[str, Any], policy: PolicyConfig) -> str:
     """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu."""
@@ -66,7 +53,9 @@ def start_episode(
 
 
 def decision_from_record(episode_id: int, record: dict[str, Any], actor: str) -> Decision:
-    return Decision(episode_id=episode_id, actor=actor, **{f: record[f] for f in DECISION_FIELDS})
+    return Decision(
+        episode_id=episode_id, actor=actor, **{f: record[f] for f in Decision.RECORD_FIELDS}
+    )
 
 
 def append_decisions(

@@ -14,19 +14,7 @@ OVERVIEW_GROUP = "overview"
 
 
 def decision_payload(decision: Decision) -> dict[str, Any]:
-    return {
-        "step": decision.step,
-        "week": decision.week,
-        "action": decision.action,
-        "valid": decision.valid,
-        "error": decision.error,
-        "response": decision.response,
-        "reward": decision.reward,
-        "running_score": decision.running_score,
-        "events": decision.events,
-        "state": decision.state,
-        "actor": decision.actor,
-    }
+    return {f: getattr(decision, f) for f in (*Decision.RECORD_FIELDS, "actor")}
 
 
 def episode_payload(episode: Episode) -> dict[str, Any]:

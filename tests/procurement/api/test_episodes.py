@@ -272,3 +272,28 @@ def test_unsupported_methods_are_405(api_client_for, episodes) -> None:
     done = episodes[0]
     assert client.put(f"{URL}{done.pk}/", {}, format="json").status_code == 405
     assert client.delete(f"{URL}{done.pk}/").status_code == 405
+
+
+@pytest.mark.django_db
+def test_replay_reproduces_a_finished_episode_and_refuses_others(api_client_for, seeded) -> None:
+    from procurement.services.episode_runner import run_stored_episode
+
+    scenario = Scenario.objects.get(name="hard_arena")
+    policy = PolicyConfig.objects.get(name="greedy_lowball")
+    done = start_episode(scenario=scenario, policy=policy, seed=3, enqueue=False)
+    run_stored_episode(done.pk, live_updates=False)
+    queued = start_episode(scenario=scenario, policy=policy, seed=4, enqueue=False)
+    client = api_client_for("analyst")
+
+    body = client.post(f"/api/episodes/{done.pk}/replay/").json()
+    done.refresh_from_db()
+    assert body == {
+        "episode_id": done.pk,
+        "steps": done.steps,
+        "stored_score": done.score,
+        "replayed_score": pytest.approx(done.score),
+        "matches": True,
+    }
+    response = client.post(f"/api/episodes/{queued.pk}/replay/")
+    assert response.status_code == 409 and "queued" in response.json()["detail"]
+    assert api_client_for("none").post(f"/api/episodes/{done.pk}/replay/").status_code == 403
