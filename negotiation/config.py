@@ -50,7 +50,8 @@ class DisruptionSpec(BaseModel):
 
 
 class SupplierLLMSpec(BaseModel):
-    """Placeholder for LLM-backed suppliers (used by the LLM layer; rule engine ignores it)."""
+    """Which supplier personas an LLM plays, and with what backend and model. Validated
+    here; the rule engine runs rule personas, the LLM layer reads these settings."""
 
     model_config = ConfigDict(extra="forbid")
 

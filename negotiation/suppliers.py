@@ -14,6 +14,7 @@ reservation plus a hidden margin (>= the guard band), so the last counter never 
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from .entities import SupplierHidden, ThreadHidden
@@ -172,13 +173,13 @@ class SupplierContext:
     rng: random.Random
 
 
-class SupplierPolicy:
+class SupplierPolicy(ABC):
     """Interface: propose a decision; the guard clamps/redacts it afterwards."""
 
     name = "base"
 
-    def respond(self, ctx: SupplierContext) -> ProposedDecision:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def respond(self, ctx: SupplierContext) -> ProposedDecision: ...
 
 
 def ask_at(th: ThreadHidden, t: int) -> float:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from ..observation import Observation
 
 
-class Policy:
+class Policy(ABC):
     """act(obs) -> action dict. Deterministic given the seed and the observation, so a run can
     resume from any step (replay the stored actions, then continue with the policy)."""
 
@@ -22,8 +23,8 @@ class Policy:
         if seed is not None:
             self.seed = int(seed)
 
-    def act(self, obs: Observation) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def act(self, obs: Observation) -> dict[str, Any]: ...
 
 
 def open_requirements(obs: Observation) -> list:
