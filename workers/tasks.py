@@ -59,12 +59,12 @@ def run_sweep_task(sweep_id: int) -> dict[str, object]:
     chunks = sweep_runner.start_sweep(sweep_id)
     if settings.TASK_RUNNER == "thread":  # embedded: this thread is the only worker
         for chunk in chunks:
-            sweep_runner.run_cells(sweep_id, chunk)
+            sweep_runner.run_cells(sweep_id, chunk.cell_ids)
         sweep_runner.complete_sweep(sweep_id)
     elif chunks:
-        chord(run_sweep_chunk.s(sweep_id, chunk) for chunk in chunks)(
-            finish_sweep_task.si(sweep_id)
-        )
+        chord(
+            run_sweep_chunk.s(sweep_id, chunk.cell_ids).set(queue=chunk.queue) for chunk in chunks
+        )(finish_sweep_task.si(sweep_id))
     else:
         finish_sweep_task.delay(sweep_id)
     return {"sweep": sweep_id, "chunks": len(chunks)}

@@ -10,6 +10,7 @@ per cell, at a handful of queries per chunk instead of several per episode.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -21,25 +22,44 @@ from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepSt
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
 from procurement.services.episode_runner import build_policy
-from procurement.services.episodes import build_episode
+from procurement.services.episodes import build_episode, queue_for
 from procurement.services.sweeps import finish_sweep, refresh_progress
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress messages a second per sweep
 OPEN_CELL_STATUSES = ("pending", "running")
 
 
-def start_sweep(sweep_id: int) -> list[list[int]]:
-    """Mark the sweep running and return its unfinished cells in chunks."""
+@dataclass(frozen=True)
+class Chunk:
+    queue: str  # "gpu" when the cells' buyer or suppliers use an LLM backend
+    cell_ids: list[int]
+
+
+def start_sweep(sweep_id: int) -> list[Chunk]:
+    """Mark the sweep running and return its unfinished cells in chunks, one queue each."""
     Sweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).update(
         status=SweepStatus.RUNNING, started_at=timezone.now()
     )
-    pending = list(
+    sweep = Sweep.objects.prefetch_related("scenarios", "policies").get(pk=sweep_id)
+    queues = {
+        (s.pk, p.pk): queue_for(s.engine_config(), p)
+        for s in sweep.scenarios.all()
+        for p in sweep.policies.all()
+    }
+    by_queue: dict[str, list[int]] = {}
+    pending = (
         SweepCell.objects.filter(sweep_id=sweep_id, status__in=OPEN_CELL_STATUSES)
         .order_by("pk")
-        .values_list("pk", flat=True)
+        .values_list("pk", "scenario_id", "policy_id")
     )
+    for pk, scenario_id, policy_id in pending:
+        by_queue.setdefault(queues[(scenario_id, policy_id)], []).append(pk)
     size = settings.SWEEP_CHUNK_CELLS
-    return [pending[i : i + size] for i in range(0, len(pending), size)]
+    return [
+        Chunk(queue, ids[i : i + size])
+        for queue, ids in sorted(by_queue.items())
+        for i in range(0, len(ids), size)
+    ]
 
 
 def _is_cancelled(sweep_id: int) -> bool:

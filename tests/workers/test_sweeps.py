@@ -122,7 +122,7 @@ def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
         enqueue=False,
     )
     chunks = start_sweep(sweep.pk)
-    cell_ids = [c for chunk in chunks for c in chunk]
+    cell_ids = [c for chunk in chunks for c in chunk.cell_ids]
     run_cells(sweep.pk, cell_ids[:2])
     assert cancel_sweep(sweep)
     run_cells(sweep.pk, cell_ids[2:])
@@ -130,3 +130,29 @@ def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
     assert sweep.status == SweepStatus.CANCELLED
     statuses = list(SweepCell.objects.filter(sweep=sweep).values_list("status", flat=True))
     assert statuses.count("finished") == 2 and statuses.count("cancelled") == 4
+
+
+@pytest.mark.django_db
+@override_settings(SWEEP_CHUNK_CELLS=4)
+def test_llm_cells_are_chunked_onto_the_gpu_queue_and_rule_cells_onto_cpu() -> None:
+    from procurement.models import PolicyConfig
+    from procurement.services.sweep_runner import start_sweep
+
+    scenarios, policies = seeded()
+    llm = PolicyConfig.objects.create(
+        name="llm-buyer", policy="llm", backend="transformers", model="/models/tiny"
+    )
+    sweep = create_sweep(
+        scenarios=[scenarios["easy_negotiation"]],
+        policies=[policies["expert"], llm],
+        seeds=6,
+        enqueue=False,
+    )
+    chunks = start_sweep(sweep.pk)
+    cells = dict(SweepCell.objects.filter(sweep=sweep).values_list("pk", "policy__name"))
+    by_queue = {
+        q: [cells[c] for ch in chunks if ch.queue == q for c in ch.cell_ids] for q in ("cpu", "gpu")
+    }
+    assert by_queue == {"cpu": ["expert"] * 6, "gpu": ["llm-buyer"] * 6}
+    assert all(len(ch.cell_ids) <= 4 for ch in chunks)
+    assert sweep.total_cells == sum(len(ch.cell_ids) for ch in chunks)
