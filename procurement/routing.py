@@ -1,5 +1,11 @@
-"""WebSocket URL routes (consumers are added by the dashboard)."""
+"""WebSocket routes: live streams of an episode, a sweep, and the overview."""
 
-from django.urls import URLPattern
+from django.urls import path
 
-websocket_urlpatterns: list[URLPattern] = []
+from procurement import consumers
+
+websocket_urlpatterns = [
+    path("ws/episodes/<int:episode_id>/", consumers.EpisodeConsumer.as_asgi()),
+    path("ws/sweeps/<int:sweep_id>/", consumers.SweepConsumer.as_asgi()),
+    path("ws/overview/", consumers.OverviewConsumer.as_asgi()),
+]

@@ -60,17 +60,21 @@ def publish_episode_status(episode: Episode) -> None:
         _send(OVERVIEW_GROUP, [event])
 
 
+def sweep_payload(sweep: Sweep) -> dict[str, Any]:
+    return {
+        "id": sweep.pk,
+        "status": sweep.status,
+        "total": sweep.total_cells,
+        "done": sweep.done_cells,
+        "failed": sweep.failed_cells,
+        "progress": sweep.progress,
+    }
+
+
 def publish_sweep_progress(sweep: Sweep) -> None:
     event = {
         "type": "sweep.progress",
-        "sweep": {
-            "id": sweep.pk,
-            "status": sweep.status,
-            "total": sweep.total_cells,
-            "done": sweep.done_cells,
-            "failed": sweep.failed_cells,
-            "progress": sweep.progress,
-        },
+        "sweep": sweep_payload(sweep),
         "sent_at": time.time(),  # lets clients (and the throttle test) see message spacing
     }
     _send(sweep.group_name, [event])

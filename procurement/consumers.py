@@ -1,0 +1,110 @@
+"""Read-only live streams over WebSocket: one episode, one sweep, or the overview.
+
+A client gets a snapshot on connect (so a late joiner misses nothing), then every event
+the workers publish to the group. Login and a role are required, as for the pages.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from procurement.models import Episode, Sweep
+from procurement.roles import has_role
+from procurement.services import live
+
+SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
+    """Subscribe to one group after checking the user; forward its events as JSON."""
+
+    group: str = ""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not await database_sync_to_async(has_role)(user, "analyst"):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        snapshot = await database_sync_to_async(self.snapshot)()
+        if snapshot is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        # Join before sending the snapshot: an event in between arrives twice at worst
+        # (clients key decisions by step), never not at all.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json(snapshot)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        # The stream is read-only; anything a client sends gets a clear error, nothing else.
+        try:
+            json.loads(text_data or "")
+            message = "This stream is read-only: use the REST API to act."
+        except ValueError:
+            message = "Messages must be JSON, and this stream is read-only."
+        await self.send_json({"type": "error", "message": message})
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any] | None:
+        """The current state to send on connect (and set ``self.group``); None: not found."""
+
+    # Group events are forwarded as they are.
+    async def episode_decisions(self, event: dict) -> None:
+        await self.send_json(event)
+
+    async def episode_status(self, event: dict) -> None:
+        await self.send_json(event)
+
+    async def sweep_progress(self, event: dict) -> None:
+        await self.send_json(event)
+
+
+class EpisodeConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any] | None:
+        episode = Episode.objects.filter(pk=self.scope["url_route"]["kwargs"]["episode_id"]).first()
+        if episode is None:
+            return None
+        self.group = episode.group_name
+        latest = list(episode.decisions.order_by("-step")[:SNAPSHOT_DECISIONS])
+        return {
+            "type": "episode.snapshot",
+            "episode": live.episode_payload(episode),
+            "decisions": [live.decision_payload(d) for d in reversed(latest)],
+        }
+
+
+class SweepConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any] | None:
+        sweep = Sweep.objects.filter(pk=self.scope["url_route"]["kwargs"]["sweep_id"]).first()
+        if sweep is None:
+            return None
+        self.group = sweep.group_name
+        return {"type": "sweep.snapshot", "sweep": live.sweep_payload(sweep)}
+
+
+class OverviewConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any] | None:
+        self.group = live.OVERVIEW_GROUP
+        recent = Episode.objects.filter(sweep__isnull=True).order_by("-created_at")[:20]
+        running = Sweep.objects.filter(status__in=["queued", "running"])[:20]
+        return {
+            "type": "overview.snapshot",
+            "episodes": [live.episode_payload(e) for e in recent],
+            "sweeps": [live.sweep_payload(s) for s in running],
+        }

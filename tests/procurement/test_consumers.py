@@ -1,0 +1,166 @@
+"""Live streams over WebSocket through the real ASGI application (auth, origin check,
+routing), fed by a real episode run publishing through the channel layer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.db import connections
+from django.test import Client
+
+from procurement.asgi import application
+from procurement.services.episode_runner import run_stored_episode
+from procurement.services.episodes import start_episode
+from procurement.services.scenarios import seed_presets
+from procurement.services.sweeps import create_sweep
+from workers.publish import bind_server_loop
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ORIGIN = (b"origin", b"http://localhost")
+
+
+@pytest.fixture(autouse=True)
+async def _close_thread_connections():
+    yield
+    await sync_to_async(connections.close_all)()
+
+
+@sync_to_async
+def _session_cookie(user_with_role, role: str | None) -> tuple[bytes, bytes]:
+    client = Client()
+    client.force_login(user_with_role(role))
+    return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+
+
+@sync_to_async
+def _episode(seed: int = 4):
+    from procurement.models import PolicyConfig, Scenario
+
+    seed_presets()
+    return start_episode(
+        scenario=Scenario.objects.get(name="easy_negotiation"),
+        policy=PolicyConfig.objects.get(name="expert"),
+        seed=seed,
+        enqueue=False,
+    )
+
+
+async def _connect(path: str, *headers) -> tuple[WebsocketCommunicator, bool, int | None]:
+    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, *headers])
+    connected, code = await communicator.connect()
+    return communicator, connected, code
+
+
+def _run(episode_id: int) -> None:
+    try:
+        run_stored_episode(episode_id)
+    finally:
+        connections.close_all()
+
+
+async def test_an_analyst_watches_every_decision_of_a_running_episode(user_with_role) -> None:
+    cookie = await _session_cookie(user_with_role, "analyst")
+    episode = await _episode()
+    communicator, connected, _ = await _connect(f"/ws/episodes/{episode.pk}/", cookie)
+    assert connected
+    snapshot = await communicator.receive_json_from()
+    assert snapshot["type"] == "episode.snapshot"
+    assert snapshot["episode"]["status"] == "queued" and snapshot["decisions"] == []
+
+    from channels.layers import get_channel_layer
+
+    if type(get_channel_layer()).__name__ == "InMemoryChannelLayer":
+        bind_server_loop(asyncio.get_running_loop())  # embedded: this loop serves the layer
+    try:
+        await asyncio.to_thread(_run, episode.pk)
+        steps, status = [], None
+        while status != "finished":
+            event = await communicator.receive_json_from(timeout=10)
+            if event["type"] == "episode.decisions":
+                steps += [d["step"] for d in event["decisions"]]
+            elif event["type"] == "episode.status":
+                status = event["episode"]["status"]
+    finally:
+        bind_server_loop(None)
+    await sync_to_async(episode.refresh_from_db)()
+    assert steps == list(range(episode.steps))
+
+    # A late joiner gets the whole (short) history in its snapshot.
+    late, connected, _ = await _connect(f"/ws/episodes/{episode.pk}/", cookie)
+    snapshot = await late.receive_json_from()
+    assert [d["step"] for d in snapshot["decisions"]] == steps
+    assert snapshot["episode"]["score"] == pytest.approx(episode.score)
+    await late.disconnect()
+    await communicator.disconnect()
+
+
+async def test_streams_need_a_login_and_a_role(user_with_role) -> None:
+    episode = await _episode()
+    _, connected, code = await _connect(f"/ws/episodes/{episode.pk}/")
+    assert (connected, code) == (False, 4401)
+    no_role = await _session_cookie(user_with_role, None)
+    _, connected, code = await _connect(f"/ws/episodes/{episode.pk}/", no_role)
+    assert (connected, code) == (False, 4403)
+
+
+async def test_unknown_ids_and_foreign_origins_are_refused(user_with_role) -> None:
+    cookie = await _session_cookie(user_with_role, "ops")
+    _, connected, code = await _connect("/ws/episodes/999999/", cookie)
+    assert (connected, code) == (False, 4404)
+    _, connected, code = await _connect("/ws/sweeps/999999/", cookie)
+    assert (connected, code) == (False, 4404)
+    communicator = WebsocketCommunicator(
+        application, "/ws/overview/", headers=[(b"origin", b"http://evil.example"), cookie]
+    )
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role) -> None:
+    cookie = await _session_cookie(user_with_role, "ops")
+    episode = await _episode()
+
+    @sync_to_async
+    def make_sweep():
+        from procurement.models import PolicyConfig, Scenario
+
+        return create_sweep(
+            scenarios=[Scenario.objects.get(name="hard_arena")],
+            policies=[PolicyConfig.objects.get(name="random")],
+            seeds=3,
+            enqueue=False,
+        )
+
+    sweep = await make_sweep()
+    communicator, connected, _ = await _connect(f"/ws/sweeps/{sweep.pk}/", cookie)
+    assert connected
+    assert await communicator.receive_json_from() == {
+        "type": "sweep.snapshot",
+        "sweep": {
+            "id": sweep.pk,
+            "status": "queued",
+            "total": 3,
+            "done": 0,
+            "failed": 0,
+            "progress": 0.0,
+        },
+    }
+    await communicator.send_to(text_data="{not json")
+    assert (await communicator.receive_json_from())["type"] == "error"
+    await communicator.send_json_to({"action_type": "award_contract"})
+    error = await communicator.receive_json_from()
+    assert error == {
+        "type": "error",
+        "message": "This stream is read-only: use the REST API to act.",
+    }
+    await communicator.disconnect()
+
+    overview, connected, _ = await _connect("/ws/overview/", cookie)
+    snapshot = await overview.receive_json_from()
+    assert snapshot["type"] == "overview.snapshot"
+    assert [e["id"] for e in snapshot["episodes"]] == [episode.pk]
+    assert [s["id"] for s in snapshot["sweeps"]] == [sweep.pk]
+    await overview.disconnect()
