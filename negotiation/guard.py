@@ -25,7 +25,8 @@ _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 @dataclass(slots=True)
 class ProposedDecision:
-    """What a supplier policy wants to do. `message` may contain "{price}" placeholders."""
+    """What a supplier policy wants to do. A "{price}" in `message` becomes the decided
+    price."""
 
     kind: str  # accept | counter | walk_away
     price: float | None

@@ -1,16 +1,9 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.status import TERMINAL_STATUSES, RunStatus
 
-class EpisodeStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-TERMINAL_STATUSES = {EpisodeStatus.FINISHED, EpisodeStatus.FAILED, EpisodeStatus.CANCELLED}
+EpisodeStatus = RunStatus
 
 
 class Episode(models.Model):

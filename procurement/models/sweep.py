@@ -1,13 +1,9 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.status import RunStatus
 
-class SweepStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+SweepStatus = RunStatus
 
 
 class Sweep(models.Model):

@@ -4,12 +4,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from procurement.models import PolicyConfig, Scenario, Sweep, SweepStatus
+from procurement.models import PolicyConfig, Scenario, Sweep
+from procurement.models.status import TERMINAL_STATUSES
 from procurement.services.scenarios import seed_presets
 from procurement.services.sweeps import create_sweep
 from procurement.tables import format_leaderboard
-
-FINAL = {SweepStatus.FINISHED, SweepStatus.FAILED, SweepStatus.CANCELLED}
 
 
 class Command(BaseCommand):
@@ -63,7 +62,7 @@ class Command(BaseCommand):
                 sweep.refresh_from_db()
                 bar.n = sweep.done_cells + sweep.failed_cells
                 bar.refresh()
-                if sweep.status in FINAL:
+                if sweep.status in TERMINAL_STATUSES:
                     return sweep
                 if time.monotonic() > deadline:
                     raise CommandError(f"Sweep #{sweep.pk} still {sweep.status} after {timeout}s.")
