@@ -16,11 +16,14 @@ from django.db import connection
 from django.utils import timezone
 
 from procurement.models import Decision
-from procurement.services.episodes import decision_from_record
 
 FIELDS = Decision.RECORD_FIELDS
 COLUMNS = ("episode_id", *FIELDS, "actor", "created_at")
 JSON_FIELDS = {"action", "error", "response", "events", "state"}
+
+
+def _decision(episode_id: int, record: dict[str, Any], actor: str) -> Decision:
+    return Decision(episode_id=episode_id, actor=actor, **{f: record[f] for f in FIELDS})
 
 
 def _dumps(value: Any) -> str | None:
@@ -30,7 +33,7 @@ def _dumps(value: Any) -> str | None:
 def insert_decisions(episode_id_records: Iterable[tuple[int, dict[str, Any]]], actor: str) -> int:
     """Insert (episode_id, step record) pairs; returns the number of rows written."""
     if connection.vendor != "postgresql":
-        objs = [decision_from_record(eid, record, actor) for eid, record in episode_id_records]
+        objs = [_decision(eid, record, actor) for eid, record in episode_id_records]
         Decision.objects.bulk_create(objs, batch_size=1000)
         return len(objs)
     now = timezone.now()

@@ -55,10 +55,12 @@ class _BatchWriter:
 
     def flush(self) -> None:
         started = time.perf_counter()
-        rows = append_decisions(self.episode, self.buffer)
-        self.buffer.clear()
+        append_decisions(self.episode, self.buffer)
         if self.live_updates:
-            live.publish_decisions(self.episode, rows)
+            live.publish_decisions(
+                self.episode, [live.record_payload(r, "policy") for r in self.buffer]
+            )
+        self.buffer = []
         status = Episode.objects.filter(pk=self.episode.pk).values_list("status", flat=True)[0]
         self.last_flush = time.monotonic()
         self.io_seconds += time.perf_counter() - started

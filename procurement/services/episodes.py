@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.services.decision_store import insert_decisions
 
 
 def queue_for(scenario_config: dict[str, Any], policy: PolicyConfig) -> str:
@@ -52,24 +52,18 @@ def start_episode(
     return episode
 
 
-def decision_from_record(episode_id: int, record: dict[str, Any], actor: str) -> Decision:
-    return Decision(
-        episode_id=episode_id, actor=actor, **{f: record[f] for f in Decision.RECORD_FIELDS}
-    )
-
-
 def append_decisions(
-    episode: Episode, records: Iterable[dict[str, Any]], *, actor: str = "policy"
-) -> list[Decision]:
-    """Store step records in one transaction with one INSERT (not one per step)."""
-    rows = [decision_from_record(episode.pk, r, actor) for r in records]
-    if not rows:
-        return []
+    episode: Episode, records: list[dict[str, Any]], *, actor: str = "policy"
+) -> int:
+    """Store a batch of step records in one transaction (one COPY / bulk INSERT, the same
+    writer as sweeps) and advance the episode's step counter. Returns the rows written."""
+    if not records:
+        return 0
     with transaction.atomic():
-        Decision.objects.bulk_create(rows, batch_size=1000)
-        Episode.objects.filter(pk=episode.pk).update(steps=rows[-1].step + 1)
-    episode.steps = rows[-1].step + 1
-    return rows
+        written = insert_decisions(((episode.pk, r) for r in records), actor=actor)
+        Episode.objects.filter(pk=episode.pk).update(steps=records[-1]["step"] + 1)
+    episode.steps = records[-1]["step"] + 1
+    return written
 
 
 def mark_running(episode: Episode) -> bool:

@@ -39,18 +39,15 @@ def _send(group: str, events: list[dict[str, Any]]) -> None:
         log.warning("could not publish %d event(s) to %s", len(events), group, exc_info=True)
 
 
-def publish_decisions(episode: Episode, decisions: list[Decision]) -> None:
-    if decisions:
-        _send(
-            episode.group_name,
-            [
-                {
-                    "type": "episode.decisions",
-                    "episode": episode.pk,
-                    "decisions": [decision_payload(d) for d in decisions],
-                }
-            ],
-        )
+def record_payload(record: dict[str, Any], actor: str) -> dict[str, Any]:
+    """The same shape as decision_payload, straight from an engine step record."""
+    return {**{f: record[f] for f in Decision.RECORD_FIELDS}, "actor": actor}
+
+
+def publish_decisions(episode: Episode, payloads: list[dict[str, Any]]) -> None:
+    if payloads:
+        event = {"type": "episode.decisions", "episode": episode.pk, "decisions": payloads}
+        _send(episode.group_name, [event])
 
 
 def publish_episode_status(episode: Episode) -> None:
