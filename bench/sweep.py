@@ -85,28 +85,12 @@ def main() -> None:
     from procurement.services.scenarios import seed_presets
     from procurement.services.sweeps import create_sweep
     from workers import app
+    from workers.commands import worker_argv
 
     seed_presets()
     app.control.purge()
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers",
-            "worker",
-            "-Q",
-            "cpu",
-            "-c",
-            str(args.workers),
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "WARNING",
-            "-n",
-            "bench@%h",
-        ],
+        worker_argv("cpu", concurrency=args.workers, name="bench", loglevel="WARNING"),
         cwd=ROOT,
         env=ENV,
         stdout=subprocess.DEVNULL,

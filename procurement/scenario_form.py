@@ -11,7 +11,6 @@ import typing
 from typing import Any
 
 from django import forms
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from negotiation import ScenarioConfig
@@ -84,7 +83,3 @@ def config_from_cleaned(cleaned: dict[str, Any], fields: dict[str, forms.Field])
 
 def _is_optional(info: FieldInfo) -> bool:
     return type(None) in typing.get_args(info.annotation) and info.default is None
-
-
-def is_nested(value: Any) -> bool:
-    return isinstance(value, BaseModel | dict | list)

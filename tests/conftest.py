@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from workers.commands import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("ARENA_REQUIRE_SERVICES") == "1"
@@ -62,26 +63,7 @@ class WorkerProcess:
         self.name = name
         self.log_path = ROOT / "data" / f"test-worker-{name}.log"
         self.log_path.parent.mkdir(exist_ok=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers",
-            "worker",
-            "-Q",
-            "cpu,gpu",
-            "-c",
-            str(concurrency),
-            "--pool",
-            "prefork",
-            "-n",
-            f"{name}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "INFO",
-        ]
+        cmd = worker_argv("cpu,gpu", concurrency=concurrency, name=name)
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             cmd,

@@ -132,3 +132,11 @@ def test_web_command_serves_healthz(django_db_setup) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_tests_and_benchmarks_start_the_worker_compose_runs() -> None:
+    from workers.commands import worker_argv
+
+    ours = worker_argv("cpu", concurrency=2, name="t")[3:]  # after "python -m celery"
+    compose = command_parts(SERVICES["worker-cpu"])[0][1:]  # after "celery"
+    assert ours[: ours.index("-Q") + 2] == compose[: compose.index("-Q") + 2]

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.services.decision_store import insert_decisions
+from procurement.services.run_status import cancel_run
 
 
 def queue_for(scenario_config: dict[str, Any], policy: PolicyConfig) -> str:
@@ -103,11 +104,7 @@ def fail_episode(episode: Episode, error: str) -> Episode:
 
 def cancel_episode(episode: Episode) -> bool:
     """Cancel a queued or running episode; the runner stops at its next batch."""
-    cancelled = Episode.objects.filter(
-        pk=episode.pk, status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING]
-    ).update(status=EpisodeStatus.CANCELLED, finished_at=timezone.now())
-    episode.refresh_from_db()
-    return bool(cancelled)
+    return cancel_run(episode)
 
 
 @dataclass(frozen=True)

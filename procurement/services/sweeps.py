@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.selectors.aggregates import leaderboard
+from procurement.services.run_status import cancel_run
 
 
 @transaction.atomic
@@ -82,8 +83,5 @@ def finish_sweep(sweep: Sweep) -> Sweep:
 
 
 def cancel_sweep(sweep: Sweep) -> bool:
-    updated = Sweep.objects.filter(
-        pk=sweep.pk, status__in=[SweepStatus.QUEUED, SweepStatus.RUNNING]
-    ).update(status=SweepStatus.CANCELLED, finished_at=timezone.now())
-    sweep.refresh_from_db()
-    return bool(updated)
+    """Cancel a queued or running sweep; its remaining chunks mark their cells cancelled."""
+    return cancel_run(sweep)
