@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
@@ -69,12 +71,16 @@ def append_decisions(
 
 def mark_running(episode: Episode) -> bool:
     """Claim a queued (or re-delivered running) episode; False when it is already over."""
-    now = timezone.now()
+    # One UPDATE: the claim, the first start time and the attempt count (F(), so two
+    # deliveries racing cannot lose an increment).
     claimed = Episode.objects.filter(
         pk=episode.pk, status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING]
-    ).update(status=EpisodeStatus.RUNNING, started_at=episode.started_at or now)
+    ).update(
+        status=EpisodeStatus.RUNNING,
+        started_at=Coalesce("started_at", Value(timezone.now())),
+        attempts=F("attempts") + 1,
+    )
     if claimed:
-        Episode.objects.filter(pk=episode.pk).update(attempts=episode.attempts + 1)
         episode.refresh_from_db()
     return bool(claimed)
 
