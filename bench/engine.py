@@ -41,7 +41,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--presets", default=",".join(DEFAULT_PRESETS))
-    ap.add_argument("--policies", default=",".join(list_policies()))
+    rule_policies = [p for p in list_policies() if p != "llm"]  # bench/llm.py measures it
+    ap.add_argument("--policies", default=",".join(rule_policies))
     args = ap.parse_args()
     presets = [p for p in args.presets.split(",") if p]
     policies = [p for p in args.policies.split(",") if p]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ ENV = {
     **os.environ,
     "DATABASE_URL": f"{PG}/{DB_NAME}",
     "REDIS_URL": REDIS,
-    "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only"),
+    "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
     "LOG_LEVEL": "WARNING",
     "PYTHONPATH": str(ROOT),
 }

@@ -181,7 +181,8 @@ def _negotiate(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
             raise ActionError("thread_closed", f"The thread {sid}/{rid} is {th.status}.")
     else:
         th = env.open_thread(sid, r)
-    return respond(env, th, r, price, msg, RULE_POLICY), False
+    policy = env.supplier_policies.get(env.hidden[sid].persona, RULE_POLICY)
+    return respond(env, th, r, price, msg, policy), False
 
 
 def respond(
@@ -197,13 +198,27 @@ def respond(
     hid = env.th_hidden[key]
     sh = env.hidden[th.supplier_id]
     th.offers += 1
-    ctx = SupplierContext(sh.persona, offer, th.offers, hid, sh, env.week, buyer_message, env.rng)
+    ctx = SupplierContext(
+        sh.persona, offer, th.offers, hid, sh, env.week, buyer_message, env.rng, r, th
+    )
     proposal = policy.respond(ctx)
+    if proposal.actor != "rule":
+        _count_llm_supplier(env, proposal)
     prev = hid.last_counter
     d = GUARD.apply(proposal, offer, hid.reservation, prev)
     if d.interventions:
         env.counters["guard_interventions"] += d.interventions
     return _apply_decision(env, th, r, offer, d.kind, d.price, d.message, prev)
+
+
+def _count_llm_supplier(env: ProcurementEnv, proposal: ProposedDecision) -> None:
+    """Per-episode counts of LLM supplier decisions and their fallbacks (never silent)."""
+    env.step_supplier_actor = proposal.actor
+    c = env.counters
+    c["supplier_llm_decisions"] += 1
+    if proposal.failure is not None:
+        c["supplier_llm_fallbacks"] += 1
+        c["supplier_llm_parse_failures"] += int(proposal.failure == "parse")
 
 
 def _apply_decision(

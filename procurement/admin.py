@@ -7,9 +7,11 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.utils.html import format_html, format_html_join
 
 from procurement import scenario_form
+from procurement.limits import JSONInputField
 from procurement.models import (
     Decision,
     Episode,
@@ -21,7 +23,32 @@ from procurement.models import (
     SweepCell,
 )
 from procurement.services import episodes as episode_services
+from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
+from procurement.services.protection import in_use_message
+from procurement.services.quotas import QuotaExceeded
+
+
+class ProtectResultsAdmin(admin.ModelAdmin):
+    """Deleting what results refer to shows the admin's "protected" page, one line per
+    object (counts, not the thousands of cells a sweep may have)."""
+
+    def get_deleted_objects(self, objs, request):
+        reasons = [reason for obj in objs if (reason := in_use_message(obj=obj))]
+        if reasons:
+            return [], {}, set(), reasons
+        return super().get_deleted_objects(objs, request)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+
+# How a selected catalogue entry becomes an engine item / roster supplier.
+CATALOGUE_SPECS = {
+    "items": RequirementTemplate.as_item_spec,
+    "supplier_roster": SupplierProfile.as_supplier_spec,
+}
 
 
 class _ScenarioAdminFormBase(forms.ModelForm):
@@ -39,18 +66,21 @@ class _ScenarioAdminFormBase(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        config = scenario_form.config_from_cleaned(cleaned, self.config_fields)
+        # Start from the stored config, so whatever the form does not show (items and a
+        # roster set through the API, say) survives a save unchanged.
+        config = dict(self.instance.config or {}) if self.instance.pk else {}
+        config.update(scenario_form.config_from_cleaned(cleaned, self.config_fields))
         config["name"] = cleaned.get("name") or "custom"
         config["description"] = cleaned.get("description") or ""
-        # The selected catalogue entries become the engine's items and supplier roster.
-        templates = cleaned.get("requirement_templates") or []
-        profiles = cleaned.get("supplier_profiles") or []
-        config["items"] = [t.as_item_spec() for t in templates]
-        config["supplier_roster"] = [p.as_supplier_spec() for p in profiles]
+        # A changed catalogue selection becomes the engine's items / supplier roster.
+        selected: dict[str, list] = {}
+        for key, field in scenario_form.CATALOGUE_FIELDS.items():
+            if field in self.changed_data or key not in config:
+                selected[key] = list(cleaned.get(field) or [])
+                config[key] = [CATALOGUE_SPECS[key](entry) for entry in selected[key]]
         try:
             self.validated_config = scenario_services.validate_scenario_config(config)
         except ValidationError as exc:
-            selected = {"items": list(templates), "supplier_roster": list(profiles)}
             for field, errors in exc.message_dict.items():
                 target, label = self._error_target(field, selected)
                 for message in errors:
@@ -77,7 +107,7 @@ ScenarioAdminForm = type(
 
 
 @admin.register(Scenario)
-class ScenarioAdmin(admin.ModelAdmin):
+class ScenarioAdmin(ProtectResultsAdmin):
     form = ScenarioAdminForm
     list_display = ["name", "is_preset", "preset_name", "version", "summary", "updated_at"]
     list_filter = ["is_preset"]
@@ -129,6 +159,9 @@ class ScenarioAdmin(admin.ModelAdmin):
             return False
         return super().has_delete_permission(request, obj)
 
+    def delete_model(self, request, obj) -> None:
+        scenario_services.delete_scenario(obj)
+
     def save_model(self, request, obj, form, change) -> None:
         config = form.validated_config
         if change:
@@ -152,9 +185,13 @@ class ScenarioAdmin(admin.ModelAdmin):
             return
         for scenario in queryset:
             seed = Episode.objects.filter(scenario=scenario).count()
-            episode = episode_services.start_episode(
-                scenario=scenario, policy=policy, seed=seed, user=request.user
-            )
+            try:
+                episode = episode_services.start_episode(
+                    scenario=scenario, policy=policy, seed=seed, user=request.user
+                )
+            except QuotaExceeded as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                return
             self.message_user(
                 request,
                 format_html(
@@ -225,9 +262,37 @@ class SweepCellAdmin(ReadOnlyAdmin):
     raw_id_fields = ["sweep", "episode"]
 
 
+class PolicyConfigAdminForm(forms.ModelForm):
+    # A callable: policies registered later (the LLM layer) appear too.
+    policy = forms.ChoiceField(choices=lambda: [(p, p) for p in policy_services.known_policies()])
+
+    class Meta:
+        model = PolicyConfig
+        fields = ["name", "policy", "params", "backend", "model", "description"]
+
+
 @admin.register(PolicyConfig)
-class PolicyConfigAdmin(admin.ModelAdmin):
-    list_display = ["name", "policy", "backend", "model"]
+class PolicyConfigAdmin(ProtectResultsAdmin):
+    """Params are validated against the policy's own schema (the model's clean()), and
+    saves go through the policy services, which keep the version."""
+
+    form = PolicyConfigAdminForm
+    list_display = ["name", "policy", "version", "backend", "model"]
+    formfield_overrides = {models.JSONField: {"form_class": JSONInputField}}  # no NUL
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["name", "version"] if obj is not None else ["version"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        data = {f: form.cleaned_data[f] for f in policy_services.EDITABLE_FIELDS}
+        if change:
+            policy_services.policy_update(policy_config=obj, **data)
+            return
+        obj.pk = policy_services.policy_create(name=obj.name, **data).pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj) -> None:
+        policy_services.policy_delete(policy_config=obj)
 
 
 @admin.register(RequirementTemplate)

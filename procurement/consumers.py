@@ -6,13 +6,13 @@ the workers publish to the group. Login and a role are required, as for the page
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from procurement.limits import InputError, decode_json
 from procurement.models import Episode, Sweep
 from procurement.roles import has_role
 from procurement.services import live
@@ -52,12 +52,13 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
-        # The stream is read-only; anything a client sends gets a clear error, nothing else.
+        # The stream is read-only; anything a client sends gets a clear error, nothing else,
+        # and the socket stays open (a frame that breaks the decoder must not close it 1011).
         try:
-            json.loads(text_data or "")
+            decode_json(text_data or "")
             message = "This stream is read-only: use the REST API to act."
-        except ValueError:
-            message = "Messages must be JSON, and this stream is read-only."
+        except InputError as exc:
+            message = f"{exc} Messages must be JSON, and this stream is read-only."
         await self.send_json({"type": "error", "message": message})
 
     @abstractmethod

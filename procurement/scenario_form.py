@@ -14,6 +14,7 @@ from django import forms
 from pydantic.fields import FieldInfo
 
 from negotiation import ScenarioConfig
+from procurement.limits import JSONInputField
 
 # The model's own fields, and the catalogue lists, which come from the selected
 # requirement templates and supplier profiles.
@@ -52,7 +53,7 @@ def formfield_for(name: str, info: FieldInfo) -> forms.Field:
         return forms.FloatField(**common, **_bounds(info))
     if annotation is str:
         return forms.CharField(**common)
-    return forms.JSONField(**common)  # lists, dicts and nested models
+    return JSONInputField(**common)  # lists, dicts and nested models
 
 
 def config_fields() -> dict[str, forms.Field]:

@@ -11,3 +11,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
 ]
+
+# Database unavailable (pool timeout, too many clients) is a 503 with Retry-After.
+handler500 = "procurement.views.errors.server_error"

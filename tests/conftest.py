@@ -15,6 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The embedded web process resumes stalled runs when procurement.asgi is imported; tests
+# import it too and must not have a reconciler thread racing them (tests that want one
+# start it themselves, or a daphne process with RECONCILE_ON_START=1).
+os.environ.setdefault("RECONCILE_ON_START", "0")
+
 from django.conf import settings
 
 from workers.commands import worker_argv
@@ -59,11 +65,19 @@ def worker_env(db_name: str | None = None) -> dict[str, str]:
 class WorkerProcess:
     """A real ``celery worker`` child process consuming the ``cpu`` and ``gpu`` queues."""
 
-    def __init__(self, env: dict[str, str], name: str, concurrency: int = 2) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        name: str,
+        concurrency: int = 2,
+        *,
+        queues: str = "cpu,gpu",
+        pool: str = "prefork",
+    ) -> None:
         self.name = name
         self.log_path = ROOT / "data" / f"test-worker-{name}.log"
         self.log_path.parent.mkdir(exist_ok=True)
-        cmd = worker_argv("cpu,gpu", concurrency=concurrency, name=name)
+        cmd = worker_argv(queues, concurrency=concurrency, name=name, pool=pool)
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             cmd,
@@ -74,23 +88,54 @@ class WorkerProcess:
             start_new_session=True,
         )
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    def wait_ready(self, timeout: float = 60, *, via_log: bool = False) -> None:
+        """Until the worker answers a ping through this session's broker, or (a worker
+        on another broker) until it logs that it is ready."""
         from workers import app
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited early:\n{self.log_path.read_text()[-3000:]}")
+                raise RuntimeError(f"worker exited early:\n{self.log_tail()}")
+            if via_log:
+                if f"{self.name}@" in self.log_tail(100_000) and " ready." in self.log_tail(
+                    100_000
+                ):
+                    return
+                time.sleep(0.2)
+                continue
             replies = app.control.ping(timeout=0.5) or []
             if any(self.name in key for reply in replies for key in reply):
                 return
-        raise TimeoutError(f"worker not ready:\n{self.log_path.read_text()[-3000:]}")
+        raise TimeoutError(f"worker not ready:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text()[-chars:]
+
+    def kill(self) -> None:
+        """SIGKILL the main process and its pool at once, as a killed container."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
 
     def child_pids(self) -> list[int]:
         out = subprocess.run(
             ["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True, check=False
         ).stdout
         return [int(p) for p in out.split()]
+
+    def busy_child_pids(self) -> list[int]:
+        """Pool processes running a task right now (so a SIGKILL lands mid-task)."""
+        from workers import app
+
+        replies = app.control.inspect(timeout=0.5).active() or {}
+        return [
+            task["worker_pid"]
+            for worker, tasks in replies.items()
+            if self.name in worker
+            for task in tasks
+            if task.get("worker_pid")
+        ]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

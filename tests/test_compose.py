@@ -53,6 +53,14 @@ def test_expected_services_exist() -> None:
     assert SERVICES["postgres"]["volumes"] and SERVICES["postgres"]["healthcheck"]
 
 
+def test_redis_keeps_the_broker_queues_across_a_restart() -> None:
+    """Without persistence a Redis restart dropped every queued and unacked task."""
+    redis = SERVICES["redis"]
+    argv = command_parts(redis)[0]
+    assert argv[argv.index("--appendonly") + 1] == "yes"
+    assert any(v.endswith(":/data") for v in redis["volumes"])
+
+
 def test_every_app_variable_is_one_the_settings_read() -> None:
     known = settings_variables()
     assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS"} <= known
@@ -79,10 +87,11 @@ def test_every_command_names_a_real_module(name: str) -> None:
             pytest.fail(f"{name}: unexpected command {argv}")
 
 
-def test_gpu_worker_uses_solo_pool_one_process_and_reserves_a_gpu() -> None:
+def test_gpu_worker_is_one_threaded_process_and_reserves_a_gpu() -> None:
+    """One process (never forked: CUDA), whose task threads share one batching backend."""
     gpu = SERVICES["worker-gpu"]
     argv = command_parts(gpu)[0]
-    assert "--pool=solo" in argv and argv[argv.index("-c") + 1] == "1"
+    assert "--pool=threads" in argv and int(argv[argv.index("-c") + 1]) > 1
     assert argv[argv.index("-Q") + 1] == "gpu"
     assert gpu["build"]["dockerfile"] == "Dockerfile.gpu"
     assert "requirements/gpu.txt" in (ROOT / "Dockerfile.gpu").read_text()

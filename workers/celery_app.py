@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procurement.settings")
 
@@ -10,3 +11,11 @@ app = Celery("procurement_arena")
 # Every Celery option lives in Django settings under the CELERY_ prefix.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"], related_name="tasks")
+
+
+@worker_ready.connect
+def _start_reconciler(**_: object) -> None:
+    """Every worker looks for stalled runs periodically (claims make it safe in many)."""
+    from workers.recovery import start_reconciler
+
+    start_reconciler()

@@ -6,7 +6,11 @@ from __future__ import annotations
 import sys
 
 
-def worker_argv(queues: str, *, concurrency: int, name: str, loglevel: str = "INFO") -> list[str]:
+def worker_argv(
+    queues: str, *, concurrency: int, name: str, loglevel: str = "INFO", pool: str = "prefork"
+) -> list[str]:
+    """prefork for the cpu queue (one process per core); threads for the gpu queue (one
+    process holds the model, concurrent LLM episodes batch through it)."""
     return [
         sys.executable,
         "-m",
@@ -19,7 +23,7 @@ def worker_argv(queues: str, *, concurrency: int, name: str, loglevel: str = "IN
         "-c",
         str(concurrency),
         "--pool",
-        "prefork",
+        pool,
         "-n",
         f"{name}@%h",
         "--without-gossip",

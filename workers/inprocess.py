@@ -33,12 +33,23 @@ class InProcessRunner:
         self._threads = threads
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._running: list[_Job] = []
         self.completed = 0
         self.failed = 0
 
     def submit(self, task: Task, args: tuple[Any, ...] = (), kwargs: dict | None = None) -> None:
         self._ensure_started()
         self._queue.put(_Job(task, tuple(args), dict(kwargs or {})))
+
+    def run_refs(self) -> set[tuple[str, int]]:
+        """The runs queued or running here (the reconciler leaves them alone)."""
+        from workers.broker import RUN_OF_TASK
+
+        with self._queue.mutex:
+            jobs = [*self._queue.queue, *self._running]
+        return {
+            (RUN_OF_TASK[j.task.name], int(j.args[0])) for j in jobs if j.task.name in RUN_OF_TASK
+        }
 
     def status(self) -> dict[str, Any]:
         return {
@@ -70,6 +81,8 @@ class InProcessRunner:
     def _loop(self) -> None:
         while True:
             job = self._queue.get()
+            with self._queue.mutex:
+                self._running.append(job)
             try:
                 close_old_connections()
                 result = job.task.apply(args=job.args, kwargs=job.kwargs)
@@ -83,6 +96,8 @@ class InProcessRunner:
                 log.exception("task %s crashed", job.task.name)
             finally:
                 connections.close_all()  # a thread must not hold connections between tasks
+                with self._queue.mutex:
+                    self._running.remove(job)
                 self._queue.task_done()
 
 

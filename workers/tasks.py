@@ -1,13 +1,33 @@
-"""Celery tasks. Tasks stay thin: they take ids, load, and call a service."""
+"""Celery tasks. Tasks stay thin: they take ids, load, and call a service.
+
+Retries: infrastructure errors only (a lost database or broker connection), with an
+exponential backoff without jitter (2, 4, 8 ... 60 s; about 7 minutes in all), so a
+minute-long outage is ridden out. Jitter would let several retries fire within seconds
+and use them up during a short outage. Whatever outlasts the retries, the reconciler
+(``workers.recovery``) resumes.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 
-from celery import chord, shared_task
-from django.db import InterfaceError, OperationalError, connection
-from redis.exceptions import ConnectionError as RedisConnectionError
+from celery import group, shared_task
+from django.conf import settings
+from django.db import connection
+
+from procurement.services.faults import INFRASTRUCTURE_ERRORS
+
+RETRY_POLICY = {
+    # The database is the truth about a run; no result is stored, so sending a task needs
+    # the broker alone (the result backend would subscribe, and retry, at every send).
+    "ignore_result": True,
+    "autoretry_for": INFRASTRUCTURE_ERRORS,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "retry_jitter": False,
+    "max_retries": settings.TASK_RETRY_MAX,
+}
 
 
 @shared_task(name="workers.tasks.ping")
@@ -23,16 +43,7 @@ def ping(payload: str = "ping") -> dict[str, object]:
     }
 
 
-INFRASTRUCTURE_ERRORS = (OperationalError, InterfaceError, RedisConnectionError)
-
-
-@shared_task(
-    name="workers.tasks.run_episode",
-    autoretry_for=INFRASTRUCTURE_ERRORS,
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(name="workers.tasks.run_episode", **RETRY_POLICY)
 def run_episode_task(episode_id: int) -> dict[str, object]:
     """Run (or resume) one stored episode on a CPU worker."""
     from procurement.services.episode_runner import run_stored_episode
@@ -41,32 +52,21 @@ def run_episode_task(episode_id: int) -> dict[str, object]:
     return {"episode": episode.pk, "status": episode.status, "score": episode.score}
 
 
-RETRY_POLICY = {
-    "autoretry_for": INFRASTRUCTURE_ERRORS,
-    "retry_backoff": True,
-    "retry_backoff_max": 60,
-    "max_retries": 5,
-}
-
-
 @shared_task(name="workers.tasks.run_sweep", **RETRY_POLICY)
 def run_sweep_task(sweep_id: int) -> dict[str, object]:
-    """Fan a sweep's unfinished cells out in chunks; a chord body aggregates at the end."""
-    from django.conf import settings
-
+    """Fan a sweep's open cells out in chunks; the chunk that ends last closes the sweep."""
     from procurement.services import sweep_runner
+    from procurement.services.sweeps import close_sweep_if_done
 
     chunks = sweep_runner.start_sweep(sweep_id)
     if settings.TASK_RUNNER == "thread":  # embedded: this thread is the only worker
         for chunk in chunks:
             sweep_runner.run_cells(sweep_id, chunk.cell_ids)
-        sweep_runner.complete_sweep(sweep_id)
     elif chunks:
-        chord(
+        group(
             run_sweep_chunk.s(sweep_id, chunk.cell_ids).set(queue=chunk.queue) for chunk in chunks
-        )(finish_sweep_task.si(sweep_id))
-    else:
-        finish_sweep_task.delay(sweep_id)
+        ).apply_async()
+    close_sweep_if_done(sweep_id)  # nothing (left) to run: close it now
     return {"sweep": sweep_id, "chunks": len(chunks)}
 
 
@@ -77,9 +77,9 @@ def run_sweep_chunk(sweep_id: int, cell_ids: list[int]) -> int:
     return run_cells(sweep_id, cell_ids)
 
 
-@shared_task(name="workers.tasks.finish_sweep", **RETRY_POLICY)
-def finish_sweep_task(sweep_id: int) -> dict[str, object]:
-    from procurement.services.sweep_runner import complete_sweep
+@shared_task(name="workers.tasks.reconcile", ignore_result=True)
+def reconcile_task() -> dict[str, object]:
+    """Resume stalled runs now (operators; the workers' timer does it periodically)."""
+    from workers.recovery import reconcile
 
-    sweep = complete_sweep(sweep_id)
-    return {"sweep": sweep.pk, "status": sweep.status, "done": sweep.done_cells}
+    return reconcile().as_dict()

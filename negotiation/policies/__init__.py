@@ -1,11 +1,13 @@
-"""Buyer policy registry."""
+"""Buyer policy registry: the rule policies and the LLM buyer (``llm``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .base import Policy
+from ..llm.buyer import LLMBuyerPolicy
+from .base import DecisionMeta, Policy
 from .expert import ExpertPolicy
+from .params import PolicyParams, PolicyParamsError, validate_params
 from .random import RandomPolicy
 from .simple import AlwaysAcceptPolicy, DoNothingPolicy, GreedyLowballPolicy
 
@@ -15,6 +17,7 @@ _REGISTRY: dict[str, type[Policy]] = {
     "always_accept": AlwaysAcceptPolicy,
     "greedy_lowball": GreedyLowballPolicy,
     "do_nothing": DoNothingPolicy,
+    "llm": LLMBuyerPolicy,
 }
 
 
@@ -27,14 +30,38 @@ def list_policies() -> list[str]:
     return list(_REGISTRY)
 
 
-def get_policy(name: str, seed: int = 0, **params: Any) -> Policy:
+def _policy_class(name: str) -> type[Policy]:
     try:
-        cls = _REGISTRY[name]
+        return _REGISTRY[name]
     except KeyError:
         raise ValueError(f"Unknown policy '{name}'; use one of {', '.join(_REGISTRY)}.") from None
-    p = cls(seed=seed, **params)
+
+
+def policy_params_model(name: str) -> type[PolicyParams]:
+    """The pydantic model of the named policy's parameters (ValueError if unknown)."""
+    return _policy_class(name).Params
+
+
+def validate_policy_params(name: str, params: Any) -> dict[str, Any]:
+    """``params`` checked against the policy's own schema; raises PolicyParamsError."""
+    return validate_params(name, policy_params_model(name), params)
+
+
+def get_policy(name: str, seed: int = 0, **params: Any) -> Policy:
+    cls = _policy_class(name)
+    p = cls(seed=seed, **validate_params(name, cls.Params, params))
     p.name = name
     return p
 
 
-__all__ = ["Policy", "get_policy", "list_policies", "register_policy"]
+__all__ = [
+    "DecisionMeta",
+    "Policy",
+    "PolicyParams",
+    "PolicyParamsError",
+    "get_policy",
+    "list_policies",
+    "policy_params_model",
+    "register_policy",
+    "validate_policy_params",
+]

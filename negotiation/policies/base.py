@@ -3,9 +3,30 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..observation import Observation
+from .params import PolicyParams
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionMeta:
+    """Who made the last decision and how, for the step record: ``actor`` is "policy",
+    "llm" or "fallback:<policy>"; the flags make every LLM failure visible per step."""
+
+    actor: str = "policy"
+    message: str | None = None
+    rationale: str | None = None
+    llm_parse_failure: bool = False
+    llm_fallback: bool = False
+    llm_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+POLICY_DECISION = DecisionMeta()
 
 
 class Policy(ABC):
@@ -13,6 +34,10 @@ class Policy(ABC):
     resume from any step (replay the stored actions, then continue with the policy)."""
 
     name = "base"
+    # The parameters this policy accepts (validated by get_policy before __init__).
+    Params: ClassVar[type[PolicyParams]] = PolicyParams
+    # Set by policies whose decisions need more than "policy" on the record (LLM ones).
+    last_decision: DecisionMeta | None = None
 
     def __init__(self, seed: int = 0, **params: Any) -> None:
         self.seed = int(seed)

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..observation import Observation
 from .base import Policy, candidates, has_pr, open_requirements
+from .params import GreedyLowballParams
 
 
 class DoNothingPolicy(Policy):
@@ -71,6 +72,7 @@ class GreedyLowballPolicy(Policy):
     """Offers a fixed fraction (40 %) of list price to everyone and awards only if accepted."""
 
     name = "greedy_lowball"
+    Params = GreedyLowballParams
 
     def __init__(self, seed: int = 0, fraction: float = 0.4, **params: Any) -> None:
         super().__init__(seed, **params)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from negotiation import list_policies
+from procurement.limits import MAX_SEED, MAX_SEEDS_PER_SWEEP
 from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
+from procurement.services import policies as policy_services
 from procurement.services.scenarios import validate_scenario_config
-
-MAX_SEED = 2**62
-MAX_SWEEP_CELLS = 20_000
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
@@ -62,30 +62,48 @@ class PresetSerializer(serializers.Serializer):
 
 
 class PolicyConfigSerializer(serializers.ModelSerializer):
+    params_schema = serializers.SerializerMethodField(
+        help_text="JSON schema of this policy's params (null for an unknown policy)."
+    )
+
     class Meta:
         model = PolicyConfig
-        fields = ["id", "name", "policy", "params", "backend", "model", "description", "uses_llm"]
-        read_only_fields = ["uses_llm"]
+        fields = [
+            "id",
+            "name",
+            "policy",
+            "params",
+            "params_schema",
+            "backend",
+            "model",
+            "description",
+            "version",
+            "uses_llm",
+        ]
+        read_only_fields = ["version", "uses_llm"]
 
-    def validate_policy(self, value: str) -> str:
-        known = [*list_policies(), "llm"]
-        if value not in known:
-            raise serializers.ValidationError(f"Unknown policy; use one of {', '.join(known)}.")
-        return value
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_params_schema(self, obj: PolicyConfig) -> dict | None:
+        if obj.policy not in policy_services.known_policies():
+            return None
+        return policy_services.params_model(obj.policy).model_json_schema()
 
-    def validate_params(self, value):
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("Must be a JSON object.")
+    def validate_name(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.name:
+            raise serializers.ValidationError(
+                "A policy cannot be renamed (results refer to it by name): create a new one."
+            )
         return value
 
     def validate(self, attrs):
-        policy = attrs.get("policy", getattr(self.instance, "policy", ""))
-        backend = attrs.get("backend", getattr(self.instance, "backend", ""))
-        model = attrs.get("model", getattr(self.instance, "model", ""))
-        if policy == "llm" and not (backend and model):
-            raise serializers.ValidationError(
-                {"backend": ["An llm policy needs a backend and a model."]}
-            )
+        merged = {
+            f: attrs.get(f, getattr(self.instance, f, "" if f != "params" else {}))
+            for f in policy_services.RUN_FIELDS
+        }
+        try:
+            attrs["params"] = policy_services.validate_policy_config(**merged)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
         return attrs
 
 
@@ -101,6 +119,7 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "scenario_version",
             "policy",
             "policy_name",
+            "policy_version",
             "seed",
             "status",
             "queue",
@@ -134,7 +153,7 @@ class EpisodeCreateSerializer(serializers.Serializer):
 class DecisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Decision
-        fields = [*Decision.RECORD_FIELDS, "actor", "created_at"]
+        fields = [*Decision.STORED_FIELDS, "created_at"]
         read_only_fields = fields
 
 
@@ -187,16 +206,12 @@ class SweepCreateSerializer(serializers.Serializer):
     policies = serializers.SlugRelatedField(
         slug_field="name", many=True, queryset=PolicyConfig.objects.all(), allow_empty=False
     )
-    seeds = serializers.IntegerField(min_value=1, max_value=10_000)
+    seeds = serializers.IntegerField(min_value=1, max_value=MAX_SEEDS_PER_SWEEP)
     seed_start = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
 
     def validate(self, attrs):
+        # The grid's size and seed range are create_sweep's rule (the commands share it).
         for field in ("scenarios", "policies"):
             if len({o.pk for o in attrs[field]}) != len(attrs[field]):
                 raise serializers.ValidationError({field: ["Each entry may appear only once."]})
-        cells = len(attrs["scenarios"]) * len(attrs["policies"]) * attrs["seeds"]
-        if cells > MAX_SWEEP_CELLS:
-            raise serializers.ValidationError(
-                {"seeds": [f"{cells} cells is too many; the limit is {MAX_SWEEP_CELLS}."]}
-            )
         return attrs

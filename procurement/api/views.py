@@ -16,6 +16,7 @@ from procurement.api.permissions import RolePermission
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.selectors.episodes import episode_decisions, episode_list
 from procurement.services import episodes as episode_services
+from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
 from procurement.services import sweeps as sweep_services
 
@@ -51,6 +52,11 @@ class ScenarioViewSet(viewsets.ModelViewSet):
         serializer.instance = scenario_services.update_scenario(
             serializer.instance, config=data.get("config"), description=data.get("description")
         )
+
+    @extend_schema(responses={204: None, 409: OpenApiResponse(description="In use.")})
+    def destroy(self, request, *args, **kwargs):
+        """Delete an unused, non-preset scenario; 409 when sweeps or episodes refer to it."""
+        return super().destroy(request, *args, **kwargs)
 
     def perform_destroy(self, instance):
         scenario_services.delete_scenario(instance)
@@ -92,6 +98,23 @@ class PolicyConfigViewSet(viewsets.ModelViewSet):
     permission_classes = [RolePermission]
     lookup_value_regex = ID_REGEX
     write_role = "admin"
+
+    def perform_create(self, serializer):
+        serializer.instance = policy_services.policy_create(**serializer.validated_data)
+
+    def perform_update(self, serializer):
+        data = {k: v for k, v in serializer.validated_data.items() if k != "name"}
+        serializer.instance = policy_services.policy_update(
+            policy_config=serializer.instance, **data
+        )
+
+    @extend_schema(responses={204: None, 409: OpenApiResponse(description="In use.")})
+    def destroy(self, request, *args, **kwargs):
+        """Delete an unused policy; 409 when sweeps or episodes refer to it."""
+        return super().destroy(request, *args, **kwargs)
+
+    def perform_destroy(self, instance):
+        policy_services.policy_delete(policy_config=instance)
 
 
 MAX_BIGINT = 2**63 - 1  # out-of-range numbers are a 400, not a database error

@@ -10,14 +10,15 @@ class Episode(models.Model):
     """One run of a scenario with a buyer policy and a seed.
 
     Scenario and policy are snapshotted: editing them later never changes what this
-    episode was, and a replay uses exactly the snapshot.
+    episode was, and a replay uses exactly the snapshot. Neither can be deleted while an
+    episode refers to it (PROTECT): results keep pointing at what produced them.
     """
 
     scenario = models.ForeignKey(
         "procurement.Scenario",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="episodes",
     )
     scenario_name = models.CharField(max_length=100)
@@ -27,10 +28,11 @@ class Episode(models.Model):
         "procurement.PolicyConfig",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="episodes",
     )
     policy_name = models.CharField(max_length=100)
+    policy_version = models.PositiveIntegerField(default=1)
     policy_snapshot = models.JSONField()
     seed = models.BigIntegerField()
     status = models.CharField(
@@ -48,7 +50,12 @@ class Episode(models.Model):
     score = models.FloatField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Each claim by a worker increments ``attempts``; the attempt number is the fencing
+    # token that lets only the newest attempt write (see services.episode_runner).
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Last sign of progress (claim or stored batch): the reconciler resumes runs whose
+    # heartbeat stopped and for which the broker holds no message.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -63,6 +70,7 @@ class Episode(models.Model):
             models.Index(fields=["status", "-created_at"], name="episode_status_recent"),
             models.Index(fields=["scenario_name", "policy_name"], name="episode_scenario_policy"),
             models.Index(fields=["-created_at"], name="episode_recent"),
+            models.Index(fields=["status", "heartbeat_at"], name="episode_status_heartbeat"),
             # a sweep cell's episode: linked in one UPDATE per chunk
             models.Index(fields=["sweep", "scenario", "policy", "seed"], name="episode_sweep_cell"),
         ]
@@ -101,6 +109,19 @@ class Decision(models.Model):
         "events",
         "state",
     )
+    # Who decided and how (StepRecord's decision metadata), with the value a record
+    # without it stores: rule policies leave these out.
+    META_DEFAULTS = {
+        "actor": "policy",
+        "message": None,
+        "rationale": None,
+        "llm_parse_failure": False,
+        "llm_fallback": False,
+        "llm_error": None,
+        "guard_interventions": 0,
+        "supplier_actor": None,
+    }
+    STORED_FIELDS = (*RECORD_FIELDS, *META_DEFAULTS)
 
     episode = models.ForeignKey(
         "procurement.Episode", on_delete=models.CASCADE, related_name="decisions"
@@ -115,7 +136,16 @@ class Decision(models.Model):
     running_score = models.FloatField()
     events = models.JSONField(default=list, blank=True)
     state = models.JSONField(default=dict, blank=True)
-    actor = models.CharField(max_length=32, default="policy")
+    # "policy", "llm", "fallback:<policy>" (the LLM failed and the fallback decided), "human"
+    actor = models.CharField(max_length=64, default="policy")
+    message = models.TextField(null=True, blank=True, help_text="The LLM buyer's message.")
+    rationale = models.TextField(null=True, blank=True, help_text="The LLM buyer's reason.")
+    llm_parse_failure = models.BooleanField(default=False)
+    llm_fallback = models.BooleanField(default=False)
+    llm_error = models.TextField(null=True, blank=True)
+    guard_interventions = models.PositiveSmallIntegerField(default=0)
+    # who answered for the supplier: "rule", "llm", "fallback:rule"; null when none did
+    supplier_actor = models.CharField(max_length=32, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

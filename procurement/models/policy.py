@@ -8,6 +8,14 @@ LLM_BACKENDS = [
 ]
 
 
+LLM_POLICY = "llm"
+
+
+def snapshot_uses_llm(snapshot: dict) -> bool:
+    """Whether a policy snapshot (PolicyConfig.snapshot()) needs an LLM backend."""
+    return bool(snapshot.get("backend")) or snapshot.get("policy") == LLM_POLICY
+
+
 class PolicyConfig(models.Model):
     """A named buyer policy with its parameters (and, for LLM policies, backend and model)."""
 
@@ -17,6 +25,9 @@ class PolicyConfig(models.Model):
     backend = models.CharField(max_length=32, choices=LLM_BACKENDS, blank=True, default="")
     model = models.CharField(max_length=300, blank=True, help_text="Model path or id (LLM).")
     description = models.TextField(blank=True)
+    # Grows with every change of what the policy plays (policy, params, backend, model);
+    # episodes and sweeps record the version they ran.
+    version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -27,7 +38,14 @@ class PolicyConfig(models.Model):
 
     @property
     def uses_llm(self) -> bool:
-        return bool(self.backend) or self.policy == "llm"
+        return snapshot_uses_llm(self.snapshot())
+
+    def clean(self) -> None:
+        from procurement.services.policies import validate_policy_config
+
+        self.params = validate_policy_config(
+            policy=self.policy, params=self.params, backend=self.backend, model=self.model
+        )
 
     def snapshot(self) -> dict:
         return {

@@ -7,7 +7,12 @@ SweepStatus = RunStatus
 
 
 class Sweep(models.Model):
-    """Scenarios x policies x seeds, run on workers, one result row per cell."""
+    """Scenarios x policies x seeds, run on workers, one result row per cell.
+
+    ``pinned`` holds the scenario configs and policy snapshots (with their versions) as
+    they were when the sweep was created, keyed by id: every cell plays those, so editing
+    a scenario or policy mid-run never mixes two versions in one result.
+    """
 
     name = models.CharField(max_length=200, blank=True)
     scenarios = models.ManyToManyField("procurement.Scenario", related_name="sweeps")
@@ -21,7 +26,10 @@ class Sweep(models.Model):
     done_cells = models.PositiveIntegerField(default=0)
     failed_cells = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
+    pinned = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Last sign of progress (start, or cells stored); see Episode.heartbeat_at.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -49,8 +57,9 @@ class SweepCell(models.Model):
     """One (scenario, policy, seed) of a sweep; exactly one per combination."""
 
     sweep = models.ForeignKey("procurement.Sweep", on_delete=models.CASCADE, related_name="cells")
-    scenario = models.ForeignKey("procurement.Scenario", on_delete=models.CASCADE)
-    policy = models.ForeignKey("procurement.PolicyConfig", on_delete=models.CASCADE)
+    # PROTECT: a scenario or policy a result refers to cannot be deleted from under it.
+    scenario = models.ForeignKey("procurement.Scenario", on_delete=models.PROTECT)
+    policy = models.ForeignKey("procurement.PolicyConfig", on_delete=models.PROTECT)
     seed = models.BigIntegerField()
     episode = models.OneToOneField(
         "procurement.Episode",
@@ -62,6 +71,7 @@ class SweepCell(models.Model):
     status = models.CharField(max_length=16, default="pending")
     score = models.FloatField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, help_text="Why the cell failed (failed cells only).")
 
     class Meta:
         ordering = ["sweep", "scenario", "policy", "seed"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -29,19 +32,33 @@ def ensure_role_groups() -> dict[str, Group]:
     return groups
 
 
+@contextmanager
+def _errors_on(field: str) -> Iterator[None]:
+    """Report a validator's errors under ``field``, as forms and serializers do."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise ValidationError({field: exc.messages}) from None
+
+
 @transaction.atomic
 def create_user(*, username: str, role: Role, password: str | None = None, email: str = ""):
-    """Create (or re-role) a user. Returns (user, password or None when unchanged)."""
+    """Create (or re-role) a user. Returns (user, password or None when unchanged).
+
+    A given password must pass AUTH_PASSWORD_VALIDATORS; a generated one always does.
+    """
     if role not in ROLES:
         raise ValidationError({"role": [f"Unknown role '{role}'; use one of {', '.join(ROLES)}."]})
     if not username or len(username) > 150:
         raise ValidationError({"username": ["A username of 1 to 150 characters is required."]})
     user_model = get_user_model()
-    try:
+    with _errors_on("username"):
         for validator in user_model._meta.get_field(user_model.USERNAME_FIELD).validators:
             validator(username)
-    except ValidationError as exc:
-        raise ValidationError({"username": exc.messages}) from None
+    existing = user_model.objects.filter(username=username).first()
+    if password:
+        with _errors_on("password"):  # similarity is checked against the user's own fields
+            validate_password(password, user=existing or user_model(username=username, email=email))
     groups = ensure_role_groups()
     user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
     if created or password:

@@ -7,44 +7,74 @@ stored actions through a fresh engine (deterministic) and continues from there.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from django.db import connection
+
 from negotiation import StepRecord, get_policy, run_episode
+from negotiation.llm import LLMBackend
+from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus
 from procurement.services import live
 from procurement.services.episodes import (
+    AttemptSuperseded,
     append_decisions,
+    claim_episode,
     fail_episode,
     finish_episode,
-    mark_running,
+    touch_episode,
 )
+from procurement.services.faults import describe, is_infrastructure_error
+from procurement.services.heartbeat import Heartbeat
 
 BATCH_STEPS = 256  # rows per INSERT
 BATCH_SECONDS = 0.05  # a slow (LLM) policy still streams each decision promptly
 
 
-class EpisodeCancelled(Exception):
-    pass
-
-
-def build_policy(snapshot: dict[str, Any], seed: int):
+def build_policy(snapshot: dict[str, Any], seed: int, *, backend: LLMBackend | None = None):
+    """The buyer policy of a snapshot. ``backend`` (an episode's handle on the process's
+    shared batching backend) serves an LLM buyer instead of a backend of its own."""
     params = dict(snapshot.get("params") or {})
     if snapshot.get("backend"):
         params.setdefault("backend", snapshot["backend"])
         params.setdefault("model", snapshot.get("model", ""))
+    if backend is not None and "backend" in params:
+        params["backend"] = backend
     return get_policy(snapshot["policy"], seed=seed, **params)
+
+
+@contextmanager
+def llm_handle(episode: Episode, attempt: int) -> Iterator[LLMBackend | None]:
+    """For an LLM episode, its participant handle on this process's shared batching
+    backend (buyer and suppliers both use it), and a heartbeat while it plays (a decision
+    may take minutes); None for rule-only episodes."""
+    spec = LLMSpec.for_episode(episode.scenario_snapshot, episode.policy_snapshot)
+    if spec is None:
+        yield None
+        return
+    with (
+        Heartbeat(lambda: touch_episode(episode, attempt=attempt)),
+        shared_batcher(spec).join() as participant,
+    ):
+        yield participant
 
 
 class _BatchWriter:
     """Collects step records and writes them in batches (one INSERT each)."""
 
-    def __init__(self, episode: Episode, resume_from: int, live_updates: bool) -> None:
+    def __init__(
+        self, episode: Episode, attempt: int, resume_from: int, live_updates: bool
+    ) -> None:
         self.episode = episode
+        self.attempt = attempt
         self.resume_from = resume_from
         self.live_updates = live_updates
         self.buffer: list[dict[str, Any]] = []
         self.last_flush = time.monotonic()
         self.io_seconds = 0.0
+        self.release_connection = False
 
     def __call__(self, record: StepRecord) -> None:
         if record.step < self.resume_from:
@@ -55,50 +85,62 @@ class _BatchWriter:
 
     def flush(self) -> None:
         started = time.perf_counter()
-        append_decisions(self.episode, self.buffer)
+        # raises AttemptSuperseded once a newer attempt has claimed the episode
+        append_decisions(self.episode, self.buffer, attempt=self.attempt)
         if self.live_updates:
-            live.publish_decisions(
-                self.episode, [live.record_payload(r, "policy") for r in self.buffer]
-            )
+            live.publish_decisions(self.episode, [live.record_payload(r) for r in self.buffer])
         self.buffer = []
-        status = Episode.objects.filter(pk=self.episode.pk).values_list("status", flat=True)[0]
+        if self.release_connection:
+            connection.close()
         self.last_flush = time.monotonic()
         self.io_seconds += time.perf_counter() - started
-        if status == EpisodeStatus.CANCELLED:
-            raise EpisodeCancelled
 
 
 def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> Episode:
+    """Claim the episode and play it from its stored steps to the end.
+
+    Outcomes: finished; failed with the error (anything but an infrastructure error, which
+    propagates to the task for a retry); or stopped early because it was cancelled or a
+    newer attempt took it over, which then owns the episode.
+    """
     episode = Episode.objects.get(pk=episode_id)
-    if episode.is_terminal or not mark_running(episode):
+    attempt = None if episode.is_terminal else claim_episode(episode)
+    if attempt is None:
         return episode
     live_updates = episode.sweep_id is None if live_updates is None else live_updates
     if live_updates:
         live.publish_episode_status(episode)
 
     stored_actions = list(episode.decisions.order_by("step").values_list("action", flat=True))
-    writer = _BatchWriter(episode, len(stored_actions), live_updates)
+    writer = _BatchWriter(episode, attempt, len(stored_actions), live_updates)
     started = time.perf_counter()
     try:
-        result = run_episode(
-            episode.scenario_snapshot,
-            build_policy(episode.policy_snapshot, episode.seed),
-            episode.seed,
-            on_step=writer,
-            record_steps=False,
-            actions_prefix=stored_actions,
-        )
+        with llm_handle(episode, attempt) as backend:
+            # An LLM episode waits on the model most of the time: it gives its database
+            # connection back after each batch instead of holding it for minutes.
+            writer.release_connection = backend is not None
+            result = run_episode(
+                episode.scenario_snapshot,
+                build_policy(episode.policy_snapshot, episode.seed, backend=backend),
+                episode.seed,
+                on_step=writer,
+                record_steps=False,
+                actions_prefix=stored_actions,
+                llm_backend=backend,
+            )
         if writer.buffer:
             writer.flush()
-    except EpisodeCancelled:
+    except AttemptSuperseded:
         episode.refresh_from_db()
-        if live_updates:
+        if live_updates and episode.status == EpisodeStatus.CANCELLED:
             live.publish_episode_status(episode)
         return episode
-    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
-        # Engine or policy bug: the episode fails visibly. Infrastructure errors propagate
-        # to the task, which retries them.
-        fail_episode(episode, f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
+        if is_infrastructure_error(exc):
+            raise  # the task retries; the reconciler resumes if retries run out
+        # The run's own failure (engine, policy, bad params, data the database refuses):
+        # it fails visibly instead of staying "running".
+        fail_episode(episode, describe(exc), attempt=attempt)
         if live_updates:
             live.publish_episode_status(episode)
         return episode
@@ -106,7 +148,11 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
     wall = time.perf_counter() - started
     metrics = {**result.metrics, "wall_seconds": round(wall, 6)}
     finish_episode(
-        episode, score=result.score, metrics=metrics, engine_seconds=wall - writer.io_seconds
+        episode,
+        attempt=attempt,
+        score=result.score,
+        metrics=metrics,
+        engine_seconds=wall - writer.io_seconds,
     )
     if live_updates:
         live.publish_episode_status(episode)

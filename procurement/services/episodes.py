@@ -5,36 +5,60 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.services.decision_store import insert_decisions
+from procurement.services.quotas import check_llm_episode_quota, uses_llm
 from procurement.services.run_status import cancel_run
 
 
-def queue_for(scenario_config: dict[str, Any], policy: PolicyConfig) -> str:
+@dataclass(frozen=True)
+class Pinned:
+    """What an episode plays: a scenario config and a policy snapshot, each at a version."""
+
+    scenario_config: dict[str, Any]
+    scenario_version: int
+    policy_snapshot: dict[str, Any]
+    policy_version: int
+
+    @classmethod
+    def now(cls, scenario: Scenario, policy: PolicyConfig) -> Pinned:
+        """The scenario and policy as they are stored at this moment."""
+        return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
+
+
+def queue_for(scenario_config: dict[str, Any], policy_snapshot: dict[str, Any]) -> str:
     """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu."""
-    return "gpu" if policy.uses_llm or scenario_config.get("supplier_llm") else "cpu"
+    return "gpu" if uses_llm(scenario_config, policy_snapshot) else "cpu"
 
 
 def build_episode(
-    *, scenario: Scenario, policy: PolicyConfig, seed: int, user=None, sweep=None
+    *,
+    scenario: Scenario,
+    policy: PolicyConfig,
+    seed: int,
+    pinned: Pinned | None = None,
+    user=None,
+    sweep=None,
 ) -> Episode:
-    """An unsaved Episode with snapshots of its scenario and policy."""
-    config = scenario.engine_config()
+    """An unsaved Episode that plays ``pinned`` (a sweep's snapshot), or the scenario and
+    policy as they are now."""
+    pinned = pinned or Pinned.now(scenario, policy)
     return Episode(
         scenario=scenario,
-        scenario_name=scenario.name,
-        scenario_version=scenario.version,
-        scenario_snapshot=config,
+        scenario_name=pinned.scenario_config["name"],
+        scenario_version=pinned.scenario_version,
+        scenario_snapshot=pinned.scenario_config,
         policy=policy,
-        policy_name=policy.name,
-        policy_snapshot=policy.snapshot(),
+        policy_name=pinned.policy_snapshot["name"],
+        policy_version=pinned.policy_version,
+        policy_snapshot=pinned.policy_snapshot,
         seed=seed,
-        queue=queue_for(config, policy),
+        queue=queue_for(pinned.scenario_config, pinned.policy_snapshot),
         created_by=user,
         sweep=sweep,
     )
@@ -46,6 +70,11 @@ def start_episode(
 ) -> Episode:
     """Create a queued episode and hand it to a worker once the row is committed."""
     episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
+    check_llm_episode_quota(
+        user=user,
+        scenario_config=episode.scenario_snapshot,
+        policy_snapshot=episode.policy_snapshot,
+    )
     episode.save()
     if enqueue:
         from workers.dispatch import enqueue as dispatch
@@ -55,57 +84,93 @@ def start_episode(
     return episode
 
 
+class AttemptSuperseded(Exception):
+    """A newer attempt claimed the episode (or it was cancelled): this one must stop."""
+
+
+def _fenced(episode: Episode, attempt: int) -> models.QuerySet:
+    """The episode's row, only while ``attempt`` is still the newest claim and it runs."""
+    return Episode.objects.filter(pk=episode.pk, attempts=attempt, status=EpisodeStatus.RUNNING)
+
+
 def append_decisions(
-    episode: Episode, records: list[dict[str, Any]], *, actor: str = "policy"
+    episode: Episode, records: list[dict[str, Any]], *, attempt: int, actor: str | None = None
 ) -> int:
     """Store a batch of step records in one transaction (one COPY / bulk INSERT, the same
-    writer as sweeps) and advance the episode's step counter. Returns the rows written."""
+    writer as sweeps), advance the step counter and the heartbeat. Returns the rows written.
+
+    Fenced: the UPDATE comes first and matches only while this attempt is the newest claim
+    of a running episode, so a superseded (or cancelled) attempt writes nothing and learns
+    it at once (AttemptSuperseded); its row lock also orders it against a newer claim.
+    """
     if not records:
         return 0
     with transaction.atomic():
+        steps = records[-1]["step"] + 1
+        if not _fenced(episode, attempt).update(steps=steps, heartbeat_at=timezone.now()):
+            raise AttemptSuperseded(episode.pk)
         written = insert_decisions(((episode.pk, r) for r in records), actor=actor)
-        Episode.objects.filter(pk=episode.pk).update(steps=records[-1]["step"] + 1)
-    episode.steps = records[-1]["step"] + 1
+    episode.steps = steps
     return written
 
 
-def mark_running(episode: Episode) -> bool:
-    """Claim a queued (or re-delivered running) episode; False when it is already over."""
-    # One UPDATE: the claim, the first start time and the attempt count (F(), so two
-    # deliveries racing cannot lose an increment).
+def touch_episode(episode: Episode, *, attempt: int) -> bool:
+    """Record that ``attempt`` is alive (LLM episodes, between slow decisions)."""
+    return bool(_fenced(episode, attempt).update(heartbeat_at=timezone.now()))
+
+
+def claim_episode(episode: Episode) -> int | None:
+    """Claim a queued or running episode for a new attempt: its number (the fencing token
+    the attempt's writes carry), or None when the episode is already over.
+
+    Every delivery claims (newest wins): a re-delivered or re-dispatched task takes over,
+    and the attempt it replaces stops at its next write (see ``append_decisions``). One
+    UPDATE: the claim, the first start time, the heartbeat and the attempt count (F(), so
+    two deliveries racing cannot lose an increment).
+    """
+    now = timezone.now()
     claimed = Episode.objects.filter(
         pk=episode.pk, status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING]
     ).update(
         status=EpisodeStatus.RUNNING,
-        started_at=Coalesce("started_at", Value(timezone.now())),
+        started_at=Coalesce("started_at", Value(now)),
         attempts=F("attempts") + 1,
+        heartbeat_at=now,
     )
-    if claimed:
-        episode.refresh_from_db()
-    return bool(claimed)
+    if not claimed:
+        return None
+    episode.refresh_from_db()
+    return episode.attempts
 
 
 def finish_episode(
-    episode: Episode, *, score: float, metrics: dict[str, Any], engine_seconds: float
-) -> Episode:
-    episode.status = EpisodeStatus.FINISHED
-    episode.score = score
-    episode.metrics = metrics
-    episode.engine_seconds = engine_seconds
-    episode.finished_at = timezone.now()
-    episode.error = ""
-    episode.save(
-        update_fields=["status", "score", "metrics", "engine_seconds", "finished_at", "error"]
+    episode: Episode,
+    *,
+    attempt: int,
+    score: float,
+    metrics: dict[str, Any],
+    engine_seconds: float,
+) -> bool:
+    """Running -> finished, for the newest attempt only; False when it was superseded."""
+    finished = _fenced(episode, attempt).update(
+        status=EpisodeStatus.FINISHED,
+        score=score,
+        metrics=metrics,
+        engine_seconds=engine_seconds,
+        finished_at=timezone.now(),
+        error="",
     )
-    return episode
+    episode.refresh_from_db()
+    return bool(finished)
 
 
-def fail_episode(episode: Episode, error: str) -> Episode:
-    episode.status = EpisodeStatus.FAILED
-    episode.error = error[:5000]
-    episode.finished_at = timezone.now()
-    episode.save(update_fields=["status", "error", "finished_at"])
-    return episode
+def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
+    """Running -> failed with the error, for the newest attempt only."""
+    failed = _fenced(episode, attempt).update(
+        status=EpisodeStatus.FAILED, error=error[:5000], finished_at=timezone.now()
+    )
+    episode.refresh_from_db()
+    return bool(failed)
 
 
 def cancel_episode(episode: Episode) -> bool:

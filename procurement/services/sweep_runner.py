@@ -5,10 +5,17 @@ its episodes, all their decisions (one bulk INSERT) and the cells' results. A ch
 interrupted by a killed worker writes nothing, and its re-delivered task plays it again
 (deterministic), skipping cells another attempt already finished: exactly one result
 per cell, at a handful of queries per chunk instead of several per episode.
+
+One bad cell fails alone: an error while playing or storing it marks that cell failed
+with its error, and the rest of the chunk is stored. Chunks are independent tasks (no
+chord, whose body a single lost chunk would block forever): whichever chunk leaves no
+cell open closes the sweep, once, under a row lock; the reconciler resumes a sweep whose
+chunks were lost.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -18,15 +25,28 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from negotiation import run_episode
+from negotiation.llm.concurrent import run_episodes_concurrently
+from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
 from procurement.services.episode_runner import build_policy
-from procurement.services.episodes import build_episode, queue_for
-from procurement.services.sweeps import finish_sweep, refresh_progress
+from procurement.services.episodes import build_episode
+from procurement.services.faults import describe, is_infrastructure_error
+from procurement.services.heartbeat import Heartbeat
+from procurement.services.sweeps import (
+    OPEN_CELL_STATUSES,
+    SweepPins,
+    close_sweep_if_done,
+    refresh_progress,
+    sweep_pins,
+    touch_sweep,
+)
+
+log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.25  # at most 4 progress messages a second per sweep
-OPEN_CELL_STATUSES = ("pending", "running")
+HEARTBEAT_INTERVAL_S = 1.0  # rule cells: at most one heartbeat UPDATE a second
 
 
 @dataclass(frozen=True)
@@ -40,12 +60,8 @@ def start_sweep(sweep_id: int) -> list[Chunk]:
     Sweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).update(
         status=SweepStatus.RUNNING, started_at=timezone.now()
     )
-    sweep = Sweep.objects.prefetch_related("scenarios", "policies").get(pk=sweep_id)
-    queues = {
-        (s.pk, p.pk): queue_for(s.engine_config(), p)
-        for s in sweep.scenarios.all()
-        for p in sweep.policies.all()
-    }
+    touch_sweep(sweep_id)
+    queues = sweep_pins(sweep_id).queues()
     by_queue: dict[str, list[int]] = {}
     pending = (
         SweepCell.objects.filter(sweep_id=sweep_id, status__in=OPEN_CELL_STATUSES)
@@ -68,52 +84,146 @@ def _is_cancelled(sweep_id: int) -> bool:
 
 
 def run_cells(sweep_id: int, cell_ids: list[int]) -> int:
-    """Play and store the given cells; returns how many this call completed."""
+    """Play and store the given cells, then close the sweep if none is left open.
+
+    Returns how many cells this call finished (failed cells are not counted)."""
     if _is_cancelled(sweep_id):
         SweepCell.objects.filter(pk__in=cell_ids, status__in=OPEN_CELL_STATUSES).update(
             status="cancelled"
         )
+        close_sweep_if_done(sweep_id)
         return 0
     cells = list(
         SweepCell.objects.filter(pk__in=cell_ids, status__in=OPEN_CELL_STATUSES)
         .select_related("scenario", "policy", "sweep")
+        .defer("sweep__pinned")  # read once below, not once per cell
         .order_by("pk")
     )
-    played = []
+    pins = sweep_pins(sweep_id)  # cells play the versions pinned at creation
+    played: list[tuple[SweepCell, Episode, object]] = []
+    failed: dict[int, str] = {}
+    rule_cells, llm_groups = _split_by_model(cells, pins)
+    last_beat = time.monotonic()
+    for cell, episode in rule_cells:
+        try:
+            played.append(_play(cell, episode))
+        except Exception as exc:
+            if is_infrastructure_error(exc):
+                raise
+            failed[cell.pk] = describe(exc)  # this cell alone fails; the chunk goes on
+        if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL_S:
+            touch_sweep(sweep_id)
+            last_beat = time.monotonic()
+    for spec, group in llm_groups.items():
+        _play_concurrently(sweep_id, spec, group, played, failed)
+    completed = _store_or_isolate(played, failed)
+    touch_sweep(sweep_id)
+    if (completed or failed) and throttle.allow(f"sweep-progress-{sweep_id}", PROGRESS_INTERVAL_S):
+        live.publish_sweep_progress(refresh_progress(Sweep.objects.get(pk=sweep_id)))
+    close_sweep_if_done(sweep_id)
+    return completed
+
+
+def _split_by_model(cells: list[SweepCell], pins: SweepPins):
+    """The cells' episodes: rule-only ones, and LLM ones grouped by the model they use."""
+    rule: list[tuple[SweepCell, Episode]] = []
+    llm: dict[LLMSpec, list[tuple[SweepCell, Episode]]] = {}
     for cell in cells:
         episode = build_episode(
-            scenario=cell.scenario, policy=cell.policy, seed=cell.seed, sweep=cell.sweep
+            scenario=cell.scenario,
+            policy=cell.policy,
+            seed=cell.seed,
+            sweep=cell.sweep,
+            pinned=pins.for_cell(cell.scenario_id, cell.policy_id),
         )
-        started_at, t0 = timezone.now(), time.perf_counter()
-        result = run_episode(
-            episode.scenario_snapshot,
-            build_policy(episode.policy_snapshot, cell.seed),
-            cell.seed,
+        spec = LLMSpec.for_episode(episode.scenario_snapshot, episode.policy_snapshot)
+        (rule if spec is None else llm.setdefault(spec, [])).append((cell, episode))
+    return rule, llm
+
+
+def _play(cell: SweepCell, episode: Episode) -> tuple[SweepCell, Episode, object]:
+    started_at, t0 = timezone.now(), time.perf_counter()
+    result = run_episode(
+        episode.scenario_snapshot,
+        build_policy(episode.policy_snapshot, cell.seed),
+        cell.seed,
+    )
+    return _played(cell, episode, result, started_at, time.perf_counter() - t0)
+
+
+def _played(cell, episode: Episode, result, started_at, wall: float):
+    episode.status, episode.score, episode.steps = (
+        EpisodeStatus.FINISHED,
+        result.score,
+        len(result.steps),
+    )
+    episode.metrics = {**result.metrics, "wall_seconds": round(wall, 6)}
+    episode.started_at, episode.finished_at = started_at, timezone.now()
+    episode.engine_seconds, episode.attempts = wall, 1
+    return cell, episode, result
+
+
+def _play_concurrently(sweep_id: int, spec: LLMSpec, group, played: list, failed: dict) -> None:
+    """Play LLM cells at once, every round of their model calls (buyers and suppliers)
+    in one batch of this process's shared backend for that model."""
+
+    def job(cell: SweepCell, episode: Episode):
+        def policy(backend):
+            return build_policy(episode.policy_snapshot, cell.seed, backend=backend)
+
+        return episode.scenario_snapshot, policy, cell.seed
+
+    started_at, t0 = timezone.now(), time.perf_counter()
+    with Heartbeat(lambda: touch_sweep(sweep_id)):
+        results = run_episodes_concurrently(
+            [job(cell, episode) for cell, episode in group],
+            backend=shared_batcher(spec),
+            return_exceptions=True,
         )
-        wall = time.perf_counter() - t0
-        episode.status, episode.score, episode.steps = (
-            EpisodeStatus.FINISHED,
-            result.score,
-            len(result.steps),
-        )
-        episode.metrics = {**result.metrics, "wall_seconds": round(wall, 6)}
-        episode.started_at, episode.finished_at = started_at, timezone.now()
-        episode.engine_seconds, episode.attempts = wall, 1
-        played.append((cell, episode, result))
-    completed = _store(played)
-    if completed and throttle.allow(f"sweep-progress-{sweep_id}", PROGRESS_INTERVAL_S):
-        live.publish_sweep_progress(refresh_progress(Sweep.objects.get(pk=sweep_id)))
+    wall = time.perf_counter() - t0  # concurrent: each cell took the whole group's time
+    for (cell, episode), result in zip(group, results, strict=True):
+        if isinstance(result, BaseException):
+            if is_infrastructure_error(result):
+                raise result
+            failed[cell.pk] = describe(result)
+        else:
+            played.append(_played(cell, episode, result, started_at, wall))
+
+
+def _store_or_isolate(played: list, failed: dict[int, str]) -> int:
+    """Store the chunk in one transaction; if that is refused (the database, or a record
+    that is not storable), store cell by cell so that only the refused cells fail."""
+    try:
+        return _store(played, failed)
+    except Exception as exc:
+        if is_infrastructure_error(exc):
+            raise
+        log.warning("chunk refused (%s); storing it cell by cell", describe(exc, 300))
+    completed = 0
+    for item in played:
+        try:
+            completed += _store([item], {})
+        except Exception as exc:
+            if is_infrastructure_error(exc):
+                raise
+            failed = {**failed, item[0].pk: describe(exc)}
+    _store([], failed)
     return completed
 
 
 @transaction.atomic
-def _store(played: list) -> int:
-    # Lock the cells; any another attempt already finished are left as they are.
+def _store(played: list, failed: dict[int, str]) -> int:
+    # Lock the cells; any another attempt already closed are left as they are.
     open_ids = set(
         SweepCell.objects.select_for_update()
-        .filter(pk__in=[cell.pk for cell, _, _ in played], status__in=OPEN_CELL_STATUSES)
+        .filter(
+            pk__in=[cell.pk for cell, _, _ in played] + list(failed), status__in=OPEN_CELL_STATUSES
+        )
         .values_list("pk", flat=True)
     )
+    for pk, error in failed.items():
+        if pk in open_ids:
+            SweepCell.objects.filter(pk=pk).update(status="failed", error=error)
     played = [p for p in played if p[0].pk in open_ids]
     if not played:
         return 0
@@ -124,7 +234,6 @@ def _store(played: list) -> int:
             for (_, _, result), episode in zip(played, episodes, strict=True)
             for step in result.steps
         ),
-        actor="policy",
     )
     # One UPDATE links every cell to its episode (same sweep, scenario, policy and seed).
     match = Episode.objects.filter(
@@ -140,9 +249,3 @@ def _store(played: list) -> int:
         metrics=Subquery(match.values("metrics")[:1]),
     )
     return len(episodes)
-
-
-def complete_sweep(sweep_id: int) -> Sweep:
-    sweep = finish_sweep(Sweep.objects.get(pk=sweep_id))
-    live.publish_sweep_progress(sweep)
-    return sweep

@@ -1,16 +1,77 @@
-"""Writes for sweeps: create the grid of cells, record results, finish with a summary."""
+"""Writes for sweeps: create the grid of cells, record results, finish with a summary.
+
+A sweep pins its scenarios and policies when it is created (``Sweep.pinned``); its cells
+play the pinned versions, never the live rows, so results stay one version each.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
+from procurement.models.status import TERMINAL_STATUSES
 from procurement.selectors.aggregates import leaderboard
+from procurement.services import live
+from procurement.services.episodes import Pinned, queue_for
+from procurement.services.quotas import check_llm_sweep_quota, uses_llm
 from procurement.services.run_status import cancel_run
+
+OPEN_CELL_STATUSES = ("pending", "running")
+
+
+def _pin(scenarios: Sequence[Scenario], policies: Sequence[PolicyConfig]) -> dict[str, Any]:
+    # JSON object keys are strings: ids are stored as str(pk).
+    return {
+        "scenarios": {
+            str(s.pk): {"version": s.version, "config": s.engine_config()} for s in scenarios
+        },
+        "policies": {str(p.pk): {"version": p.version, "snapshot": p.snapshot()} for p in policies},
+    }
+
+
+@dataclass(frozen=True)
+class SweepPins:
+    """A sweep's pinned scenarios and policies, read once per chunk of cells."""
+
+    pinned: dict[str, Any]
+
+    def for_cell(self, scenario_id: int, policy_id: int) -> Pinned:
+        scenario = self.pinned["scenarios"][str(scenario_id)]
+        policy = self.pinned["policies"][str(policy_id)]
+        return Pinned(
+            scenario["config"], scenario["version"], policy["snapshot"], policy["version"]
+        )
+
+    def queues(self) -> dict[tuple[int, int], str]:
+        """The queue of each (scenario id, policy id) pair, from the pinned versions."""
+        return {
+            (int(sid), int(pid)): queue_for(scenario["config"], policy["snapshot"])
+            for sid, scenario in self.pinned["scenarios"].items()
+            for pid, policy in self.pinned["policies"].items()
+        }
+
+    def versions(self) -> dict[str, dict[str, int]]:
+        """{"scenarios": {name: version}, "policies": {name: version}} for summaries."""
+        return {
+            "scenarios": {
+                s["config"]["name"]: s["version"] for s in self.pinned.get("scenarios", {}).values()
+            },
+            "policies": {
+                p["snapshot"]["name"]: p["version"]
+                for p in self.pinned.get("policies", {}).values()
+            },
+        }
+
+
+def sweep_pins(sweep_id: int) -> SweepPins:
+    return SweepPins(Sweep.objects.values_list("pinned", flat=True).get(pk=sweep_id))
 
 
 @transaction.atomic
@@ -24,12 +85,21 @@ def create_sweep(
     user=None,
     enqueue: bool = True,
 ) -> Sweep:
+    validate_sweep_grid(
+        scenarios=len(scenarios), policies=len(policies), seeds=seeds, seed_start=seed_start
+    )
+    check_llm_sweep_quota(
+        user=user,
+        llm_pairs=(uses_llm(s.engine_config(), p.snapshot()) for s in scenarios for p in policies),
+        seeds=seeds,
+    )
     sweep = Sweep.objects.create(
         name=name,
         seeds=seeds,
         seed_start=seed_start,
         created_by=user,
         total_cells=len(scenarios) * len(policies) * seeds,
+        pinned=_pin(scenarios, policies),
     )
     sweep.scenarios.set(scenarios)
     sweep.policies.set(policies)
@@ -69,16 +139,49 @@ def sweep_summary(sweep: Sweep) -> dict:
         .values_list("scenario__name", "policy__name", "score", "metrics")
         .iterator(chunk_size=2000)
     )
-    return {"leaderboard": leaderboard(rows)}
+    return {"leaderboard": leaderboard(rows), "versions": sweep_pins(sweep.pk).versions()}
+
+
+def touch_sweep(sweep_id: int) -> None:
+    """Record progress: the reconciler leaves a sweep with a recent heartbeat alone."""
+    Sweep.objects.filter(pk=sweep_id).update(heartbeat_at=timezone.now())
 
 
 def finish_sweep(sweep: Sweep) -> Sweep:
+    """Count the cells (exact: the cells are the truth), summarise, and close the sweep:
+    finished when any cell finished, failed when none did, cancelled stays cancelled."""
     refresh_progress(sweep)
     sweep.summary = sweep_summary(sweep)
     if sweep.status != SweepStatus.CANCELLED:
         sweep.status = SweepStatus.FINISHED if sweep.done_cells else SweepStatus.FAILED
-    sweep.finished_at = timezone.now()
-    sweep.save(update_fields=["summary", "status", "finished_at"])
+    sweep.error = (
+        f"{sweep.failed_cells} of {sweep.total_cells} cells failed; see the cells' errors."
+        if sweep.failed_cells and sweep.status != SweepStatus.CANCELLED
+        else ""
+    )
+    sweep.finished_at = sweep.finished_at or timezone.now()
+    sweep.save(update_fields=["summary", "status", "error", "finished_at"])
+    return sweep
+
+
+def is_closed(sweep: Sweep) -> bool:
+    """Closed = terminal and summarised (a cancelled sweep is summarised once its cells are)."""
+    return sweep.status in TERMINAL_STATUSES and bool(sweep.summary)
+
+
+def close_sweep_if_done(sweep_id: int) -> Sweep | None:
+    """Finish the sweep when none of its cells is open any more; exactly once.
+
+    Every chunk calls this when it ends; the row lock makes one caller the closer and the
+    others see a closed sweep. Returns the sweep when this call closed it."""
+    if SweepCell.objects.filter(sweep_id=sweep_id, status__in=OPEN_CELL_STATUSES).exists():
+        return None
+    with transaction.atomic():
+        sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        if is_closed(sweep):
+            return None
+        finish_sweep(sweep)
+    live.publish_sweep_progress(sweep)
     return sweep
 
 

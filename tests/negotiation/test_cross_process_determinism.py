@@ -12,7 +12,7 @@ CODE = """
 import json
 from negotiation import list_presets, run_episode
 out = {}
-for name in list_presets():
+for name in list_presets(include_llm=False):
     for policy in ("expert", "random", "greedy_lowball"):
         r = run_episode(name, policy, 5)
         out[f"{name}/{policy}"] = [r.score, [s.action for s in r.steps]]

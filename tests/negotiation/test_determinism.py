@@ -53,6 +53,15 @@ def test_step_records_are_json_safe():
         "running_score",
         "events",
         "state",
+        # who decided and how (LLM agents): additive, for the analyst's record
+        "actor",
+        "message",
+        "rationale",
+        "llm_parse_failure",
+        "llm_fallback",
+        "llm_error",
+        "guard_interventions",
+        "supplier_actor",
     }
     assert set(rec["state"]) == {
         "week",

@@ -1,13 +1,15 @@
-"""Accounts: role groups, role resolution, login-required pages."""
+"""Accounts: role groups, role resolution, password rules, login-required pages, lockout."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.test import Client
 
 from procurement.roles import has_role, user_role
 from procurement.services.accounts import create_user, ensure_role_groups
+from tests.procurement.conftest import PASSWORD
 
 
 @pytest.mark.django_db
@@ -40,6 +42,35 @@ def test_create_user_rejects_bad_input(django_user_model, username, role, field)
         create_user(username=username, role=role)
     assert field in err.value.message_dict
     assert not django_user_model.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("username", "password", "message"),
+    [
+        ("ann", "a", "too short"),
+        ("ann", "password123", "too common"),
+        ("ann", "4815162342", "entirely numeric"),
+        ("annabelle.smith", "annabelle.smith1", "too similar to the username"),
+    ],
+)
+def test_create_user_refuses_a_weak_password(django_user_model, username, password,
+                                             message) -> None:  # fmt: skip
+    # Before: create_user(password="a") made a user who logs in with "a".
+    with pytest.raises(ValidationError) as err:
+        create_user(username=username, role="analyst", password=password)
+    assert message in " ".join(err.value.message_dict["password"])
+    assert not django_user_model.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_weak_password_leaves_an_existing_user_unchanged() -> None:
+    user, password = create_user(username="ann", role="analyst")
+    with pytest.raises(ValidationError):
+        create_user(username="ann", role="admin", password="a")
+    user.refresh_from_db()
+    assert user.check_password(password) and not user.check_password("a")
+    assert list(user.groups.values_list("name", flat=True)) == ["analyst"]
 
 
 @pytest.mark.django_db
@@ -128,3 +159,37 @@ def test_overview_shows_recent_episodes_and_the_leaderboard(client, user_with_ro
     assert len(board) == 1 and board[0]["episodes"] == 2
     assert board[0]["score"]["mean"] == pytest.approx(0.7)
     assert b"0.700" in response.content and b"easy_negotiation" in response.content
+
+
+@pytest.mark.django_db
+def test_login_form_locks_out_password_guessing(client, user_with_role, settings,
+                                                snapshot_counts) -> None:  # fmt: skip
+    # Before: 300 wrong passwords at 8 per second were each checked; the right one then worked.
+    user_with_role("analyst", username="alice")
+    before = snapshot_counts()
+    limit = settings.AXES_FAILURE_LIMIT
+    statuses = [
+        client.post("/accounts/login/", {"username": "alice", "password": f"guess-{i}"})
+        for i in range(20)
+    ]
+    assert [r.status_code for r in statuses] == [200] * (limit - 1) + [429] * (20 - limit + 1)
+    assert b"didn't match" in statuses[0].content
+    assert b"Too many failed logins" in statuses[-1].content
+    right = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert right.status_code == 429 and b"Too many failed logins" in right.content
+    assert client.get("/").status_code == 302  # not logged in
+    assert snapshot_counts() == before
+    # The lock is per account and address: alice on her own machine still gets in.
+    elsewhere = Client(REMOTE_ADDR="10.0.0.7")
+    ok = elsewhere.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert ok.status_code == 302 and elsewhere.get("/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_admin_login_shares_the_lockout(client, django_user_model, settings) -> None:
+    django_user_model.objects.create_superuser("root", password=PASSWORD)
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/admin/login/", {"username": "root", "password": f"guess-{i}"})
+    right = client.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert right.status_code == 429
+    assert client.get("/admin/").status_code == 302

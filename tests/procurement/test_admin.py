@@ -10,7 +10,7 @@ from django.utils.html import escape
 
 from procurement import scenario_form
 from procurement.models import Decision, Episode, Scenario
-from procurement.services.episodes import append_decisions, start_episode
+from procurement.services.episodes import append_decisions, claim_episode, start_episode
 from procurement.services.scenarios import copy_scenario
 
 ADD_URL = "/admin/procurement/scenario/add/"
@@ -181,7 +181,8 @@ def test_episodes_and_decisions_are_read_only(admin_client, preset, expert) -> N
     episode = start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
     append_decisions(
         episode,
-        [
+        attempt=claim_episode(episode),
+        records=[
             {
                 "step": 0,
                 "week": 0,

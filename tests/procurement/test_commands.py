@@ -63,6 +63,15 @@ def test_create_user_errors_are_clear(django_user_model, args, message) -> None:
     assert not django_user_model.objects.exists()
 
 
+@pytest.mark.django_db
+def test_create_user_refuses_a_weak_password(django_user_model) -> None:
+    # Before: `create_user bob --role ops --password a` created bob with the password "a".
+    with pytest.raises(CommandError) as err:
+        call_command("create_user", "bob", "--role", "ops", "--password", "a", stdout=io.StringIO())
+    assert "This password is too short. It must contain at least 8 characters." in str(err.value)
+    assert not django_user_model.objects.exists()
+
+
 @pytest.fixture
 def finished_sweep(preset, expert):
     sweep = create_sweep(scenarios=[preset], policies=[expert], seeds=2, enqueue=False)

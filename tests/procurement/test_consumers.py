@@ -16,10 +16,10 @@ from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
 from procurement.services.scenarios import seed_presets
 from procurement.services.sweeps import create_sweep
+from tests.websockets import ORIGIN, refused_code
 from workers.publish import bind_server_loop
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://localhost")
 
 
 @pytest.fixture(autouse=True)
@@ -99,24 +99,16 @@ async def test_an_analyst_watches_every_decision_of_a_running_episode(user_with_
 
 async def test_streams_need_a_login_and_a_role(user_with_role) -> None:
     episode = await _episode()
-    _, connected, code = await _connect(f"/ws/episodes/{episode.pk}/")
-    assert (connected, code) == (False, 4401)
+    assert await refused_code(f"/ws/episodes/{episode.pk}/") == 4401
     no_role = await _session_cookie(user_with_role, None)
-    _, connected, code = await _connect(f"/ws/episodes/{episode.pk}/", no_role)
-    assert (connected, code) == (False, 4403)
+    assert await refused_code(f"/ws/episodes/{episode.pk}/", no_role) == 4403
 
 
 async def test_unknown_ids_and_foreign_origins_are_refused(user_with_role) -> None:
     cookie = await _session_cookie(user_with_role, "ops")
-    _, connected, code = await _connect("/ws/episodes/999999/", cookie)
-    assert (connected, code) == (False, 4404)
-    _, connected, code = await _connect("/ws/sweeps/999999/", cookie)
-    assert (connected, code) == (False, 4404)
-    communicator = WebsocketCommunicator(
-        application, "/ws/overview/", headers=[(b"origin", b"http://evil.example"), cookie]
-    )
-    connected, _ = await communicator.connect()
-    assert not connected
+    assert await refused_code("/ws/episodes/999999/", cookie) == 4404
+    assert await refused_code("/ws/sweeps/999999/", cookie) == 4404
+    await refused_code("/ws/overview/", cookie, origin=(b"origin", b"http://evil.example"))
 
 
 async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role) -> None:

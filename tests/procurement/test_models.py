@@ -90,7 +90,10 @@ def test_dashboard_indexes_exist_in_postgresql() -> None:
 
 
 @pytest.mark.django_db
-def test_episode_snapshots_survive_scenario_edits_and_deletion(preset, expert) -> None:
+def test_episode_snapshots_survive_edits_and_their_scenario_cannot_be_deleted(
+    preset, expert
+) -> None:
+    from procurement.services.protection import InUseError
     from procurement.services.scenarios import copy_scenario, delete_scenario, update_scenario
 
     scenario = copy_scenario(preset, name="mine")
@@ -101,9 +104,10 @@ def test_episode_snapshots_survive_scenario_edits_and_deletion(preset, expert) -
     episode.refresh_from_db()
     assert episode.scenario_snapshot["weeks"] == weeks
     assert episode.scenario_version == 1
-    delete_scenario(scenario)
+    with pytest.raises(InUseError, match="'mine' is used by 0 sweep\\(s\\) and 1 episode"):
+        delete_scenario(scenario)  # results refer to it: refused, not orphaned
     episode.refresh_from_db()
-    assert episode.scenario_id is None
+    assert episode.scenario_id == scenario.pk
     assert episode.scenario_name == "mine"
     assert episode.policy_snapshot == expert.snapshot()
 

@@ -72,7 +72,10 @@ def test_run_sweep_shows_progress_then_a_leaderboard() -> None:
     [
         (["--scenarios", "nope", "--policies", "expert", "--seeds", "2"], "Unknown scenario"),
         (["--scenarios", "hard_arena", "--policies", "magic", "--seeds", "2"], "Unknown policy"),
-        (["--scenarios", "hard_arena", "--policies", "expert", "--seeds", "0"], "at least 1"),
+        (
+            ["--scenarios", "hard_arena", "--policies", "expert", "--seeds", "0"],
+            "between 1 and 10000",
+        ),
     ],
 )
 def test_run_sweep_bad_arguments_are_clear_errors_and_create_nothing(args, message) -> None:

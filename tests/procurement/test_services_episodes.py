@@ -75,8 +75,10 @@ def test_llm_work_goes_to_the_gpu_queue(preset) -> None:
     llm = PolicyConfig.objects.create(name="llm-a", policy="llm", backend="vllm", model="/m")
     assert svc.build_episode(scenario=preset, policy=llm, seed=0).queue == "gpu"
     rule = PolicyConfig.objects.get(name="expert")
-    assert svc.queue_for({**preset.config, "supplier_llm": {"model": "x"}}, rule) == "gpu"
-    assert svc.queue_for(preset.config, rule) == "cpu"
+    assert (
+        svc.queue_for({**preset.config, "supplier_llm": {"model": "x"}}, rule.snapshot()) == "gpu"
+    )
+    assert svc.queue_for(preset.config, rule.snapshot()) == "cpu"
 
 
 @pytest.mark.django_db
@@ -90,12 +92,13 @@ def test_append_decisions_is_one_insert_whatever_the_batch(
     fields = [f for f in Decision._meta.concrete_fields if not f.primary_key]
     batch = min(1000, connection.ops.bulk_batch_size(fields, records) or 1000)
     inserts = 0 if connection.vendor == "postgresql" else math.ceil(len(records) / batch)
+    attempt = svc.claim_episode(episode)
     with django_assert_num_queries(3 + inserts):
-        assert svc.append_decisions(episode, records) == 200
+        assert svc.append_decisions(episode, records, attempt=attempt) == 200
     with django_assert_num_queries(3 + (0 if connection.vendor == "postgresql" else 1)):
-        assert svc.append_decisions(episode, [record(200)], actor="human") == 1
+        assert svc.append_decisions(episode, [record(200)], attempt=attempt, actor="human") == 1
     with django_assert_num_queries(0):
-        assert svc.append_decisions(episode, []) == 0
+        assert svc.append_decisions(episode, [], attempt=attempt) == 0
     episode.refresh_from_db()
     assert episode.steps == 201
     assert Decision.objects.filter(episode=episode).count() == 201
@@ -105,11 +108,41 @@ def test_append_decisions_is_one_insert_whatever_the_batch(
 
 
 @pytest.mark.django_db
+def test_only_the_newest_attempt_writes(episode) -> None:
+    """A re-delivered task claims the episode anew; the attempt it replaced writes nothing
+    more (its batch is refused whole), and cannot finish or fail the episode."""
+    old = svc.claim_episode(episode)
+    assert old == 1 and svc.append_decisions(episode, [record(0)], attempt=old) == 1
+    new = svc.claim_episode(Episode.objects.get(pk=episode.pk))
+    assert new == 2
+    with pytest.raises(svc.AttemptSuperseded):
+        svc.append_decisions(episode, [record(1), record(2)], attempt=old)
+    assert Decision.objects.filter(episode=episode).count() == 1
+    assert not svc.finish_episode(episode, attempt=old, score=1.0, metrics={}, engine_seconds=0)
+    assert not svc.fail_episode(episode, "stale attempt", attempt=old)
+    assert svc.append_decisions(episode, [record(1)], attempt=new) == 1
+    assert svc.finish_episode(episode, attempt=new, score=0.5, metrics={}, engine_seconds=0)
+    episode.refresh_from_db()
+    assert (episode.status, episode.score, episode.steps) == ("finished", 0.5, 2)
+
+
+@pytest.mark.django_db
+def test_a_cancelled_episode_refuses_further_batches(episode) -> None:
+    attempt = svc.claim_episode(episode)
+    assert svc.cancel_episode(Episode.objects.get(pk=episode.pk))
+    with pytest.raises(svc.AttemptSuperseded):
+        svc.append_decisions(episode, [record(0)], attempt=attempt)
+    assert not Decision.objects.filter(episode=episode).exists()
+
+
+@pytest.mark.django_db
 def test_finish_fail_and_cancel(episode) -> None:
-    assert svc.mark_running(episode)
-    assert episode.status == EpisodeStatus.RUNNING and episode.attempts == 1
+    attempt = svc.claim_episode(episode)
+    assert episode.status == EpisodeStatus.RUNNING and attempt == episode.attempts == 1
     assert episode.started_at is not None
-    svc.finish_episode(episode, score=0.75, metrics={"deal_rate": 1.0}, engine_seconds=0.01)
+    svc.finish_episode(
+        episode, attempt=attempt, score=0.75, metrics={"deal_rate": 1.0}, engine_seconds=0.01
+    )
     episode.refresh_from_db()
     assert (episode.status, episode.score, episode.metrics) == (
         "finished",
@@ -117,7 +150,7 @@ def test_finish_fail_and_cancel(episode) -> None:
         {"deal_rate": 1.0},
     )
     assert episode.finished_at >= episode.started_at and episode.duration_seconds >= 0
-    assert not svc.mark_running(episode)  # a finished episode is never claimed again
+    assert svc.claim_episode(episode) is None  # a finished episode is never claimed again
     assert not svc.cancel_episode(episode)
     assert episode.status == EpisodeStatus.FINISHED
 
@@ -128,7 +161,8 @@ def test_cancel_and_fail(preset, expert) -> None:
     assert svc.cancel_episode(queued)
     assert queued.status == EpisodeStatus.CANCELLED and queued.finished_at
     failing = svc.start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
-    svc.fail_episode(failing, "x" * 10_000)
+    attempt = svc.claim_episode(failing)
+    assert svc.fail_episode(failing, "x" * 10_000, attempt=attempt)
     failing.refresh_from_db()
     assert failing.status == EpisodeStatus.FAILED and len(failing.error) == 5000
 

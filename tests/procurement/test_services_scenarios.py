@@ -22,7 +22,13 @@ def test_seed_presets_loads_every_engine_preset_with_its_config(seeded) -> None:
         assert scenario.version == 1
         # what the engine runs is a valid config named after the scenario
         assert load_scenario(scenario.engine_config()).name == scenario.name
-    assert set(PolicyConfig.objects.values_list("name", flat=True)) >= set(list_policies())
+    policies = {p.name: p for p in PolicyConfig.objects.all()}
+    assert set(policies) >= set(list_policies()) - {"llm"}  # "llm" needs a model: below
+    assert not policies["expert"].uses_llm
+    for name in svc.BUILT_IN_LLM_POLICIES:
+        llm = policies[name]
+        assert (llm.policy, llm.backend, llm.model) == ("llm", "transformers", "smollm2")
+        assert llm.uses_llm
     assert RequirementTemplate.objects.exists()
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
@@ -24,15 +27,29 @@ print(json.dumps({
     "secret_len": len(settings.SECRET_KEY),
     "acks_late": settings.CELERY_TASK_ACKS_LATE,
     "default_queue": settings.CELERY_TASK_DEFAULT_QUEUE,
+    "ssl_redirect": settings.SECURE_SSL_REDIRECT,
+    "hsts": settings.SECURE_HSTS_SECONDS,
+    "secure_cookies": [settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE],
+    "proxy_header": settings.SECURE_PROXY_SSL_HEADER,
 }))
 """
+STRONG_KEY = secrets.token_urlsafe(50)
+PRODUCTION = {
+    "DATABASE_URL": "postgres://u:p@db.example:5432/arena",
+    "REDIS_URL": "redis://cache.example:6379/0",
+    "SECRET_KEY": STRONG_KEY,
+    "ALLOWED_HOSTS": "arena.example.com",
+}
+TRANSPORT_WARNINGS = ("security.W004", "security.W008", "security.W012", "security.W016")
 
 
-def _settings(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _settings(
+    env: dict[str, str], tmp_path: Path, argv: tuple[str, ...] = ("-c", PROBE)
+) -> subprocess.CompletedProcess[str]:
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "procurement.settings"}
     base["DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, *argv],
         cwd=ROOT,
         env={**base, **env},
         capture_output=True,
@@ -99,3 +116,79 @@ def test_unknown_task_runner_is_rejected(tmp_path: Path) -> None:
     out = _settings({"TASK_RUNNER": "magic"}, tmp_path)
     assert out.returncode != 0
     assert "TASK_RUNNER must be" in out.stderr
+
+
+def _check_deploy(env: dict[str, str], tmp_path: Path) -> str:
+    out = _settings(env, tmp_path, ("manage.py", "check", "--deploy"))
+    assert out.returncode == 0, out.stderr
+    return out.stdout + out.stderr
+
+
+def test_production_settings_pass_the_deploy_check(tmp_path: Path) -> None:
+    # Before: W004, W008, W012 and W016 with exactly this environment.
+    report = _check_deploy(PRODUCTION, tmp_path)
+    assert not [w for w in TRANSPORT_WARNINGS if w in report], report
+    cfg = json.loads(_settings(PRODUCTION, tmp_path).stdout)
+    assert cfg["ssl_redirect"] is True and cfg["hsts"] >= 31_536_000
+    assert cfg["secure_cookies"] == [True, True]
+    assert cfg["proxy_header"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+
+
+def test_each_transport_setting_can_be_turned_off(tmp_path: Path) -> None:
+    env = {**PRODUCTION, "SECURE_SSL_REDIRECT": "false", "SECURE_HSTS_SECONDS": "0"}
+    env |= {"SESSION_COOKIE_SECURE": "no", "CSRF_COOKIE_SECURE": "0"}
+    report = _check_deploy(env, tmp_path)
+    assert all(w in report for w in TRANSPORT_WARNINGS), report
+    assert (
+        json.loads(_settings({**env, "SECURE_PROXY_SSL_HEADER": "off"}, tmp_path).stdout)[
+            "proxy_header"
+        ]
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},  # make run: embedded, loopback
+        {**PRODUCTION, "ALLOWED_HOSTS": "localhost,127.0.0.1"},  # docker-compose
+        {**PRODUCTION, "DEBUG": "true"},
+    ],
+    ids=["embedded", "loopback-full", "debug"],
+)
+def test_loopback_and_debug_runs_keep_plain_http(tmp_path: Path, env: dict[str, str]) -> None:
+    out = _settings(env, tmp_path)
+    assert out.returncode == 0, out.stderr
+    cfg = json.loads(out.stdout)
+    assert cfg["ssl_redirect"] is False and cfg["hsts"] == 0
+    assert cfg["secure_cookies"] == [False, False] and cfg["proxy_header"] is None
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("", "SECRET_KEY must be set"),
+        ("   ", "SECRET_KEY must be set"),
+        ("change-me", "published placeholder"),
+        ("CHANGE_ME", "published placeholder"),
+        ("django-insecure-" + "x" * 50, "published placeholder"),
+        ("0123456789abcdefghijklmnopqrstu", "at least 32 characters"),
+    ],
+    ids=["empty", "blank", "change-me", "CHANGE_ME", "django-insecure", "31-chars"],
+)
+def test_full_mode_refuses_a_weak_secret_key(tmp_path: Path, key: str, message: str) -> None:
+    # Before: every one of these keys started the service.
+    out = _settings({**PRODUCTION, "SECRET_KEY": key}, tmp_path)
+    assert out.returncode != 0
+    assert "ImproperlyConfigured" in out.stderr and message in out.stderr
+    assert "secrets.token_urlsafe" in out.stderr  # the fix is in the message
+
+
+def test_embedded_mode_refuses_placeholders_and_short_keys_beyond_loopback(
+    tmp_path: Path,
+) -> None:
+    assert _settings({"SECRET_KEY": "x"}, tmp_path).returncode == 0  # local test runs
+    refused = _settings({"SECRET_KEY": "change-me"}, tmp_path)
+    assert refused.returncode != 0 and "published placeholder" in refused.stderr
+    public = _settings({"SECRET_KEY": "x", "ALLOWED_HOSTS": "arena.example.com"}, tmp_path)
+    assert public.returncode != 0 and "at least 32 characters" in public.stderr

@@ -34,3 +34,19 @@ async def test_sync_publish_from_a_worker_thread_reaches_subscribers() -> None:
     await asyncio.to_thread(publish_many, group, events[2:])
     received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in range(3)]
     assert [m["step"] for m in received] == [0, 1, 2]
+
+
+async def test_a_subscriber_idle_longer_than_the_blocking_pop_keeps_receiving() -> None:
+    """Before: with redis-py 8's 5 s read timeout, a receive that saw nothing for 5 s
+    raised "Timeout reading from ...", which ended every quiet WebSocket consumer."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+
+    async def send_later() -> None:
+        await asyncio.sleep(7)  # longer than the layer's 5 s blocking pop
+        await layer.send(channel, {"type": "late.event"})
+
+    sender = asyncio.create_task(send_later())
+    message = await asyncio.wait_for(layer.receive(channel), 20)
+    assert message == {"type": "late.event"}
+    await sender

@@ -67,16 +67,16 @@ def test_sigkilled_worker_process_mid_sweep_still_gives_exactly_one_result_per_c
     sweep = create_sweep(
         scenarios=[scenarios["hard_arena"]], policies=[policies["expert"]], seeds=400
     )
-    # 80 chunks queued for 2 pool processes that prefetch one each: both are busy until
-    # the end, so a SIGKILL lands in the middle of a chunk. Kill one at ~10 % and ~40 %.
+    # 80 chunks queued for 2 pool processes. At ~10 % and ~40 %, SIGKILL a pool process
+    # that the worker reports busy, so the kill lands in the middle of a chunk.
     kills_at, killed = [40, 160], []
     deadline = time.monotonic() + 120
     while kills_at and time.monotonic() < deadline:
         done = SweepCell.objects.filter(sweep=sweep, status="finished").count()
-        if done >= kills_at[0]:
-            pid = celery_worker_process.child_pids()[0]
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+        busy = celery_worker_process.busy_child_pids() if done >= kills_at[0] else []
+        if busy:
+            os.kill(busy[0], signal.SIGKILL)
+            killed.append(busy[0])
             kills_at.pop(0)
         time.sleep(0.01)
     assert len(killed) == 2, "the sweep ended before both kills"

@@ -6,7 +6,8 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -17,6 +18,11 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="where the site runs")
 
     def handle(self, *args, username: str, url: str, **options) -> None:
+        user_model = get_user_model()
+        try:  # before the password file is written: a refused name changes nothing
+            user_model._meta.get_field(user_model.USERNAME_FIELD).clean(username, None)
+        except ValidationError as exc:
+            raise CommandError(f"--username: {' '.join(exc.messages)}") from None
         password_file = settings.DATA_DIR / "admin_password"
         if password_file.exists():
             password = password_file.read_text().strip()
@@ -24,7 +30,7 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(12)
             password_file.write_text(password)
             password_file.chmod(0o600)
-        user, created = get_user_model().objects.get_or_create(
+        user, created = user_model.objects.get_or_create(
             username=username, defaults={"is_staff": True, "is_superuser": True}
         )
         if created or not user.check_password(password):

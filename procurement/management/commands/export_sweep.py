@@ -2,6 +2,7 @@ import io
 
 from django.core.management.base import BaseCommand, CommandError
 
+from procurement.management.arguments import row_id
 from procurement.models import Sweep
 from procurement.services.exports import write_sweep_csv, write_sweep_json
 
@@ -10,7 +11,7 @@ class Command(BaseCommand):
     help = "Export a sweep's results, one row per cell (scenario, policy, seed, metrics)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("sweep_id", type=int)
+        parser.add_argument("sweep_id", type=row_id)
         parser.add_argument("--format", choices=["csv", "json"], default="csv")
         parser.add_argument("--output", help="file path (default: standard output)")
 
@@ -20,7 +21,11 @@ class Command(BaseCommand):
             raise CommandError(f"No sweep with id {sweep_id}.")
         writer = write_sweep_csv if format == "csv" else write_sweep_json
         if output:
-            with open(output, "w", newline="", encoding="utf-8") as fh:
+            try:
+                fh = open(output, "w", newline="", encoding="utf-8")  # noqa: SIM115
+            except OSError as exc:  # a missing folder, a directory, no permission
+                raise CommandError(f"Cannot write {output}: {exc.strerror}.") from None
+            with fh:
                 count = writer(sweep, fh)
             self.stderr.write(f"Wrote {count} rows to {output}.")
         else:

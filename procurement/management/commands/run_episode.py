@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from negotiation import ScenarioValidationError, format_transcript, list_policies, run_episode
+from procurement.management import arguments
 
 
 class Command(BaseCommand):
@@ -9,7 +10,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--scenario", default="medium_adversarial", help="preset or stored")
         parser.add_argument("--policy", default="expert", choices=list_policies())
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=arguments.seed, default=0, help="0 to 2**62")
         parser.add_argument(
             "--save", action="store_true", help="also store it as an Episode with decisions"
         )

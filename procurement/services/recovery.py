@@ -1,0 +1,105 @@
+"""Find runs that stopped making progress, and claim them for resumption exactly once.
+
+A run (episode or sweep) is stalled when it is not over, the broker holds no message for
+it, and its last sign of life is old: for a queued run, its creation (a committed run
+whose task was never sent or was lost in the broker); for a running one, its heartbeat
+(a worker died, the broker lost its messages, retries ran out during an outage).
+
+Claiming moves the heartbeat to now in one conditional UPDATE, so two reconcilers (one
+per worker) never resume the same run twice, and a resumed run gets a full stall period
+to show progress before it is looked at again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from procurement.models import Episode, Sweep, SweepCell
+from procurement.models.status import RunStatus
+from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
+
+OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
+
+RunRef = tuple[str, int]
+
+
+@dataclass
+class Recovery:
+    """What one reconciliation did."""
+
+    episodes_resumed: list[int] = field(default_factory=list)
+    sweeps_resumed: list[int] = field(default_factory=list)
+    sweeps_closed: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[int]]:
+        return {
+            "episodes_resumed": self.episodes_resumed,
+            "sweeps_resumed": self.sweeps_resumed,
+            "sweeps_closed": self.sweeps_closed,
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self.episodes_resumed or self.sweeps_resumed or self.sweeps_closed)
+
+
+def _stalled(
+    queryset: models.QuerySet, *, queued_grace_s: float, stall_s: float
+) -> models.QuerySet:
+    now = timezone.now()
+    return queryset.annotate(last_sign=Coalesce("heartbeat_at", "created_at")).filter(
+        Q(status=RunStatus.QUEUED, last_sign__lt=now - timedelta(seconds=queued_grace_s))
+        | Q(status=RunStatus.RUNNING, last_sign__lt=now - timedelta(seconds=stall_s))
+    )
+
+
+def _claim(queryset: models.QuerySet, pk: int, **grace) -> bool:
+    """Take a stalled run for resumption: True for exactly one caller."""
+    return bool(_stalled(queryset.filter(pk=pk), **grace).update(heartbeat_at=timezone.now()))
+
+
+def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stall_s: float):
+    candidates = _stalled(
+        Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True),
+        queued_grace_s=queued_grace_s,
+        stall_s=stall_s,
+    ).values_list("pk", "queue")
+    return [(pk, queue) for pk, queue in candidates if ("episode", pk) not in live]
+
+
+def claim_stalled_episode(pk: int, *, queued_grace_s: float, stall_s: float) -> bool:
+    return _claim(Episode.objects.all(), pk, queued_grace_s=queued_grace_s, stall_s=stall_s)
+
+
+def recover_sweeps(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> tuple[list[int], list[int]]:
+    """Close stalled sweeps that have nothing left to run (and cancelled ones whose chunks
+    are gone); return (claimed for resumption, closed)."""
+    grace = {"queued_grace_s": queued_grace_s, "stall_s": stall_s}
+    resume, closed = [], []
+    stalled = _stalled(Sweep.objects.filter(status__in=OPEN_RUN), **grace).values_list("pk")
+    for (pk,) in stalled:
+        if ("sweep", pk) in live or not _claim(Sweep.objects.all(), pk, **grace):
+            continue
+        if close_sweep_if_done(pk):
+            closed.append(pk)
+        else:
+            resume.append(pk)
+    # Cancelled but never closed: its open cells wait for chunks that may never come.
+    cancelled = Sweep.objects.filter(status=RunStatus.CANCELLED, summary={}).values_list("pk")
+    for (pk,) in cancelled:
+        if ("sweep", pk) in live:
+            continue
+        SweepCell.objects.filter(sweep_id=pk, status__in=OPEN_CELL_STATUSES).update(
+            status="cancelled"
+        )
+        if close_sweep_if_done(pk):
+            closed.append(pk)
+    return resume, closed

@@ -1,0 +1,36 @@
+"""Fixtures for the LLM backend tests: a tiny model built here, and one in-process
+transformers backend on it for the session (loading is what the registry caches)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from negotiation.llm import ChatMessage, ChatRequest
+from tests.llm_models import build_tiny_model
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2")
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_model: Path):
+    from negotiation.llm.transformers_backend import TransformersBackend
+
+    return TransformersBackend(str(tiny_model), device="cpu")
+
+
+def chat(text: str, **settings) -> ChatRequest:
+    return ChatRequest(messages=(ChatMessage("user", text),), **settings)
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_model: Path):
+    """The project's own OpenAI-compatible server on the tiny model, a real process."""
+    from tests.negotiation.llm.servers import model_server
+
+    with model_server(tiny_model, "--batch-window-ms", "20") as url:
+        yield url

@@ -1,0 +1,165 @@
+"""A deterministic test double for LLM backends, and scripted "models" for it.
+
+``ScriptedBackend`` answers each request with ``reply(request)`` (a pure function of the
+request, so batching and thread interleaving cannot change an answer) or with the next
+text of a list; it counts generate() calls and batch sizes like a real backend, and it
+refuses overlapping calls, as a real in-process model would corrupt them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from negotiation.llm import ChatRequest, ChatResult, LLMBackend
+
+Reply = Callable[[ChatRequest], str]
+
+
+class ScriptedBackend(LLMBackend):
+    name = "scripted"
+
+    def __init__(
+        self,
+        reply: Reply | Sequence[str],
+        *,
+        delay_s: float = 0.0,
+        error: Callable[[ChatRequest], str | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._reply = reply
+        self._queue = None if callable(reply) else list(reply)
+        self.delay_s = delay_s
+        self.error = error
+        self.requests: list[ChatRequest] = []
+        self._busy = threading.Lock()
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("overlapping generate() calls")
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)  # one "forward pass" per call, whatever the batch
+            results = [self._one(r) for r in requests]
+            self.requests.extend(requests)
+            self.stats.record(results)
+            return results
+        finally:
+            self._busy.release()
+
+    def _one(self, request: ChatRequest) -> ChatResult:
+        failure = self.error(request) if self.error else None
+        if failure:
+            return ChatResult("", "timeout", error=failure)
+        text = self._queue.pop(0) if self._queue is not None else self._reply(request)
+        return ChatResult(text, prompt_tokens=len(request.messages[-1].content) // 4)
+
+
+def prompt(request: ChatRequest) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+N = r"(\d[\d,]*(?:\.\d+)?)"  # a formatted price: 1,234.50
+
+
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def is_supplier(request: ChatRequest) -> bool:
+    return "sales representative" in request.messages[0].content
+
+
+def fair_supplier(request: ChatRequest) -> str:
+    """A well-behaved supplier model: accepts at or above its planned ask, else counters
+    at it."""
+    text = prompt(request)
+    offer = _num(re.search(rf"The buyer offers {N} per unit", text).group(1))
+    ask = _num(re.search(rf"planned ask this round is {N}", text).group(1))
+    if offer >= ask:
+        return json.dumps({"decision": "accept", "price": offer, "message": "Deal."})
+    return json.dumps({"decision": "counter", "price": ask, "message": "We can do {price}."})
+
+
+_REQ = re.compile(
+    r"^- (R\d+) .*?: (\d+) of \d+ units still needed, deadline week \d+(?:, CRITICAL)?, "
+    rf"ceiling {N}/unit",
+    re.M,
+)
+_THREAD = re.compile(
+    rf"^- (S\d+)/(R\d+) (\w+), \d+ rounds(?:, AGREED {N})?(?:, standing counter {N})?",
+    re.M,
+)
+_SUP = re.compile(r"^- (S\d+) .*?list (.*?); capacity", re.M)
+
+
+def simple_buyer(request: ChatRequest) -> str:
+    """A plain scripted buyer model: for the first open requirement, award an agreement
+    or a standing counter under the ceiling, else offer 85 % of the ceiling to the first
+    supplier still talking; raise a PR when the engine asks for one."""
+    text = prompt(request)
+    pr = re.search(rf"INVALID \(pr_required\): Cost {N} .*? for (R\d+)", text)
+    if pr:
+        amount = _num(pr.group(1))
+        return json.dumps(
+            {
+                "action_type": "raise_pr",
+                "requirement_id": pr.group(2),
+                "amount": amount,
+                "rationale": "The award needs approval.",
+            }
+        )
+    threads = {(m[1], m[2]): m for m in _THREAD.finditer(text)}
+    for req in _REQ.finditer(text):
+        rid, needed, ceiling = req[1], int(req[2]), _num(req[3])
+        if needed == 0:
+            continue
+        for (sid, trid), m in threads.items():
+            price = m[4] or m[5]
+            if trid == rid and m[3] in ("open", "agreed") and price and _num(price) <= ceiling:
+                return json.dumps(
+                    {
+                        "action_type": "award_contract",
+                        "supplier_id": sid,
+                        "requirement_id": rid,
+                        "quantity": needed,
+                        "rationale": "Price is under our ceiling.",
+                    }
+                )
+        for sup in _SUP.finditer(text):
+            sid = sup[1]
+            closed = (sid, rid) in threads and threads[(sid, rid)][3] not in ("open", "agreed")
+            if f"{rid} " in sup[2] and not closed:
+                price = round(ceiling * 0.85, 2)
+                return json.dumps(
+                    {
+                        "action_type": "negotiate",
+                        "supplier_id": sid,
+                        "requirement_id": rid,
+                        "price": price,
+                        "message": f"We can offer {price:.2f} per unit.",
+                        "rationale": "Opening below the ceiling.",
+                    }
+                )
+    return json.dumps({"action_type": "defer", "rationale": "Nothing to do this week."})
+
+
+def narrator(request: ChatRequest) -> str:
+    text = prompt(request)
+    if '"message"' in request.messages[-1].content.split("Chosen action:")[-1]:
+        price = re.search(r'"price":(\d+(?:\.\d+)?)', text)
+        return json.dumps(
+            {
+                "message": f"Could you do {price.group(1)} per unit?",
+                "rationale": "The offer generator's price.",
+            }
+        )
+    return json.dumps({"rationale": "Following the plan."})
+
+
+def both(buyer: Reply, supplier: Reply) -> Reply:
+    """One model playing both sides, as one backend serves buyers and suppliers."""
+    return lambda r: supplier(r) if is_supplier(r) else buyer(r)

