@@ -28,6 +28,11 @@ from procurement.services import scenarios as scenario_services
 from procurement.services.protection import in_use_message
 from procurement.services.quotas import QuotaExceeded
 
+admin.site.site_header = "Procurement Arena"
+admin.site.site_title = "Procurement Arena admin"
+admin.site.index_title = "Scenarios, policies, runs and people"
+admin.site.site_url = "/"
+
 
 class ProtectResultsAdmin(admin.ModelAdmin):
     """Deleting what results refer to shows the admin's "protected" page, one line per

@@ -22,6 +22,10 @@ SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+READ_ONLY = (
+    "This stream is read-only: use the REST API to act. The one message it takes is "
+    '{"type": "resume", "after_step": N}, on an episode stream.'
+)
 
 
 class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
@@ -30,6 +34,9 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
     group: str = ""
 
     async def connect(self) -> None:
+        # Accept first, then refuse with a close code: a close before accept() becomes an
+        # HTTP 403 in daphne, and the browser never sees why.
+        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -44,7 +51,6 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
         # Join before sending the snapshot: an event in between arrives twice at worst
         # (clients key decisions by step), never not at all.
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
         await self.send_json(snapshot)
 
     async def disconnect(self, code: int) -> None:
@@ -52,13 +58,22 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
-        # The stream is read-only; anything a client sends gets a clear error, nothing else,
-        # and the socket stays open (a frame that breaks the decoder must not close it 1011).
+        # The stream is read-only but for "resume"; anything else gets a clear error and the
+        # socket stays open (a frame that breaks the decoder must not close it 1011).
         try:
-            decode_json(text_data or "")
-            message = "This stream is read-only: use the REST API to act."
+            message = decode_json(text_data or "")
         except InputError as exc:
-            message = f"{exc} Messages must be JSON, and this stream is read-only."
+            await self.send_error(f"{exc} Messages must be JSON, and this stream is read-only.")
+            return
+        if isinstance(message, dict) and message.get("type") == "resume":
+            await self.resume(message)
+            return
+        await self.send_error(READ_ONLY)
+
+    async def resume(self, message: dict) -> None:
+        await self.send_error("Only episode streams resume.")
+
+    async def send_error(self, message: str) -> None:
         await self.send_json({"type": "error", "message": message})
 
     @abstractmethod
@@ -89,6 +104,19 @@ class EpisodeConsumer(LiveStreamConsumer):
             "decisions": [live.decision_payload(d) for d in reversed(latest)],
         }
 
+    async def resume(self, message: dict) -> None:
+        """After a reconnect: the decisions after the client's last step, in order, so
+        that nothing is missed and nothing is sent twice."""
+        after = message.get("after_step")
+        if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+            await self.send_error('"after_step" must be a whole number, -1 for all.')
+            return
+        episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
+        decisions = await database_sync_to_async(live.decisions_after)(episode_id, after)
+        await self.send_json(
+            {"type": "episode.decisions", "episode": episode_id, "decisions": decisions}
+        )
+
 
 class SweepConsumer(LiveStreamConsumer):
     def snapshot(self) -> dict[str, Any] | None:
@@ -109,3 +137,11 @@ class OverviewConsumer(LiveStreamConsumer):
             "episodes": [live.episode_payload(e) for e in recent],
             "sweeps": [live.sweep_payload(s) for s in running],
         }
+
+
+class NotFoundConsumer(AsyncJsonWebsocketConsumer):
+    """Any other /ws/ path: refused with 4404, not a server error."""
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)

@@ -18,6 +18,9 @@ from django.core.exceptions import ValidationError
 MAX_SEED = 2**62  # replays re-derive sub-seeds; keeps every derived value in a bigint
 MAX_SEEDS_PER_SWEEP = 10_000
 MAX_SWEEP_CELLS = 20_000
+MAX_ID = 2**63 - 1  # a bigint primary key: larger numbers overflow the database driver
+MAX_STEP_DELAY = 2.0  # seconds between a live episode's decisions (a worker waits that long)
+LIVE_STEP_DELAY = 0.4  # the pace of "live" in the start form: readable, one row at a time
 MAX_JSON_DEPTH = 32  # scenario configs nest 4 levels; anything near 32 is an attack
 NUL = "\x00"
 NUL_PROBLEM = "NUL characters (\\u0000) are not allowed in any string."

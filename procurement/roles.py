@@ -29,3 +29,8 @@ def user_role(user) -> Role | None:
 def has_role(user, minimum: Role) -> bool:
     role = user_role(user)
     return role is not None and ROLES.index(role) >= ROLES.index(minimum)
+
+
+def may_cancel_episode(user, episode) -> bool:
+    """Ops and admins cancel any episode; an analyst only the ones they started."""
+    return has_role(user, "ops") or (has_role(user, "analyst") and episode.created_by_id == user.pk)

@@ -1,6 +1,6 @@
 """WebSocket routes: live streams of an episode, a sweep, and the overview."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from procurement import consumers
 
@@ -8,4 +8,5 @@ websocket_urlpatterns = [
     path("ws/episodes/<int:episode_id>/", consumers.EpisodeConsumer.as_asgi()),
     path("ws/sweeps/<int:sweep_id>/", consumers.SweepConsumer.as_asgi()),
     path("ws/overview/", consumers.OverviewConsumer.as_asgi()),
+    re_path(r"", consumers.NotFoundConsumer.as_asgi()),  # last: any other path is a 4404
 ]

@@ -292,6 +292,11 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "procurement.staticfiles.PlotlyFinder",  # plotly's bundled JS, from the plotly package
+]
 WHITENOISE_USE_FINDERS = True  # serve straight from apps when collectstatic has not run
 
 REST_FRAMEWORK = {
@@ -318,7 +323,8 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Procurement Arena API",
-    "DESCRIPTION": "Scenarios, episodes, decisions and sweeps of procurement negotiations.",
+    "DESCRIPTION": "Scenarios, episodes, decisions and sweeps of procurement negotiations. "
+    "[Back to the dashboard](/)",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",  # no CDN: assets ship with drf-spectacular-sidecar

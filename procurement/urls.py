@@ -6,6 +6,8 @@ from procurement.views import health, pages
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
+    path("episodes/new/", pages.episode_new, name="episode-start"),
+    path("episodes/<int:episode_id>/", pages.episode_detail, name="episode-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
     path("admin/", admin.site.urls),

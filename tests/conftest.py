@@ -48,6 +48,8 @@ def _service_markers(request: pytest.FixtureRequest) -> None:
     )
     if needs_redis and not settings.REDIS_URL:
         _unavailable("needs Redis: set REDIS_URL")
+    if request.node.get_closest_marker("browser") and not Path("/usr/bin/chromium").exists():
+        _unavailable("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
 
 
 def worker_env(db_name: str | None = None) -> dict[str, str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.servers import PostgresServer, free_port, wait_port
+from tests.servers import PostgresServer, free_port, terminate, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "loadtester"
@@ -102,13 +102,7 @@ class WebProcess:
         return self.log_path.read_text()[-3000:]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        terminate(self.proc)
         self._log.close()
 
 

@@ -40,6 +40,17 @@ def wait_port(port: int, *, up: bool = True, timeout: float = 30) -> None:
     raise TimeoutError(f"port {port} still {'down' if up else 'up'} after {timeout}s")
 
 
+def terminate(proc: subprocess.Popen, grace: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after ``grace`` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
 def postgres_bindir() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     return Path(found[-1]).parent if found else None

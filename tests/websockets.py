@@ -10,14 +10,18 @@ ORIGIN = (b"origin", b"http://localhost")
 
 
 async def refused_code(path: str, *headers: tuple[bytes, bytes], origin=ORIGIN) -> int | None:
-    """Connect, expect a refusal, and return its close code.
+    """Connect, expect a refusal, and return its close code: the consumers accept, then
+    close with a code a browser can read (the origin check refuses the handshake itself).
 
     A refused consumer keeps running until the client's disconnect arrives (as daphne
     sends it); without one it is cancelled at loop shutdown in the middle of a
     channels-redis receive, which can hang the loop's close for good.
     """
     communicator = WebsocketCommunicator(application, path, headers=[origin, *headers])
-    connected, code = await communicator.connect()
+    accepted, code = await communicator.connect()
+    if accepted:
+        message = await communicator.receive_output(timeout=5)
+        assert message["type"] == "websocket.close", (path, message)
+        code = message.get("code")
     await communicator.disconnect()
-    assert not connected, path
     return code

@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from procurement.limits import MAX_SEED, MAX_SEEDS_PER_SWEEP
+from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
 from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
 from procurement.services import policies as policy_services
 from procurement.services.scenarios import validate_scenario_config
@@ -144,10 +144,37 @@ class EpisodeDetailSerializer(EpisodeSerializer):
         read_only_fields = fields
 
 
+class NameOrIdField(serializers.SlugRelatedField):
+    """A scenario or policy by its name or by its id, the same everywhere in the API."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(slug_field="name", **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, int) and not isinstance(data, bool):
+            found = self.get_queryset().filter(pk=data).first() if 0 < data <= MAX_ID else None
+            if found is None:
+                self.fail("does_not_exist", slug_name="id", value=data)
+            return found
+        return super().to_internal_value(data)
+
+
 class EpisodeCreateSerializer(serializers.Serializer):
-    scenario = serializers.PrimaryKeyRelatedField(queryset=Scenario.objects.all())
-    policy = serializers.SlugRelatedField(slug_field="name", queryset=PolicyConfig.objects.all())
-    seed = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
+    scenario = NameOrIdField(queryset=Scenario.objects.all())
+    policy = NameOrIdField(queryset=PolicyConfig.objects.all())
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_SEED,
+        required=False,
+        help_text="Omit for the next seed this scenario and policy have not played.",
+    )
+    step_delay = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_STEP_DELAY,
+        default=0,
+        help_text="Seconds between decisions: 0 plays at engine speed, more paces a live "
+        "episode for watching.",
+    )
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -200,12 +227,8 @@ class SweepDetailSerializer(SweepSerializer):
 
 class SweepCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    scenarios = serializers.SlugRelatedField(
-        slug_field="name", many=True, queryset=Scenario.objects.all(), allow_empty=False
-    )
-    policies = serializers.SlugRelatedField(
-        slug_field="name", many=True, queryset=PolicyConfig.objects.all(), allow_empty=False
-    )
+    scenarios = NameOrIdField(many=True, queryset=Scenario.objects.all(), allow_empty=False)
+    policies = NameOrIdField(many=True, queryset=PolicyConfig.objects.all(), allow_empty=False)
     seeds = serializers.IntegerField(min_value=1, max_value=MAX_SEEDS_PER_SWEEP)
     seed_start = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import django_filters
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import PageNumberPagination
@@ -14,7 +16,14 @@ from negotiation import list_presets, load_scenario
 from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
-from procurement.selectors.episodes import episode_decisions, episode_list
+from procurement.roles import may_cancel_episode
+from procurement.selectors.episodes import (
+    NoSuchStep,
+    StateUnavailable,
+    episode_decisions,
+    episode_list,
+    public_state_at,
+)
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
@@ -171,6 +180,36 @@ class EpisodeViewSet(
         page = self.paginate_queryset(episode_decisions(episode))
         return self.get_paginated_response(s.DecisionSerializer(page, many=True).data)
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "step", int, description="After this decision; -1 before the first.", required=True
+            )
+        ],
+        responses={
+            200: OpenApiResponse(description="The public state (the buyer's observation)."),
+            400: OpenApiResponse(description="No such step."),
+            409: OpenApiResponse(description="Not derivable (LLM suppliers)."),
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def state(self, request, pk=None):
+        """The public state after a step: requirements, suppliers, threads, contracts and
+        budget as the buyer saw them, for the replay boards."""
+        episode = self.get_object()
+        step = request.query_params.get("step", "")
+        if not re.fullmatch(r"-1|[0-9]{1,9}", step):
+            return Response(
+                {"step": ["A whole number from -1 (before the first decision)."]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        try:
+            return Response(public_state_at(episode, int(step)))
+        except NoSuchStep as exc:
+            return Response({"step": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except StateUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
     @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
@@ -188,6 +227,11 @@ class EpisodeViewSet(
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         episode = self.get_object()
+        if not may_cancel_episode(request.user, episode):
+            return Response(
+                {"detail": "Analysts cancel only the episodes they started."},
+                status=status.HTTP_403_FORBIDDEN,
+            )
         if not episode_services.cancel_episode(episode):
             return Response(
                 {"detail": f"Episode is {episode.status}; only queued or running ones cancel."},

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from procurement.limits import seed_problem
-
-MAX_ID = 2**63 - 1  # a bigint primary key: larger numbers overflow the database driver
+from procurement.limits import MAX_ID, seed_problem
 
 
 def integer(text: str) -> int:

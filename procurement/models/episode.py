@@ -35,6 +35,11 @@ class Episode(models.Model):
     policy_version = models.PositiveIntegerField(default=1)
     policy_snapshot = models.JSONField()
     seed = models.BigIntegerField()
+    step_delay = models.FloatField(
+        default=0.0,
+        help_text="Seconds between decisions: 0 plays at engine speed; a live episode is "
+        "paced so that people can watch each decision arrive.",
+    )
     status = models.CharField(
         max_length=16, choices=EpisodeStatus.choices, default=EpisodeStatus.QUEUED
     )

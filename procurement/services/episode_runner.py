@@ -80,7 +80,11 @@ class _BatchWriter:
         if record.step < self.resume_from:
             return  # replayed: stored by an earlier attempt
         self.buffer.append(record.to_dict())
-        if len(self.buffer) >= BATCH_STEPS or time.monotonic() - self.last_flush >= BATCH_SECONDS:
+        delay = self.episode.step_delay
+        if delay > 0:  # live: each decision stored and sent on its own, then the pause
+            self.flush()
+            time.sleep(delay)
+        elif len(self.buffer) >= BATCH_STEPS or time.monotonic() - self.last_flush >= BATCH_SECONDS:
             self.flush()
 
     def flush(self) -> None:

@@ -10,6 +10,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import check_llm_episode_quota, uses_llm
@@ -64,12 +65,39 @@ def build_episode(
     )
 
 
+def next_free_seed(scenario: Scenario, policy: PolicyConfig) -> int:
+    """The smallest seed this scenario and policy have not played as a single episode."""
+    used = set(
+        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
+            "seed", flat=True
+        )
+    )
+    seed = 0
+    while seed in used:
+        seed += 1
+    return seed
+
+
 @transaction.atomic
 def start_episode(
-    *, scenario: Scenario, policy: PolicyConfig, seed: int, user=None, enqueue: bool = True
+    *,
+    scenario: Scenario,
+    policy: PolicyConfig,
+    seed: int | None = None,
+    step_delay: float = 0.0,
+    user=None,
+    enqueue: bool = True,
 ) -> Episode:
-    """Create a queued episode and hand it to a worker once the row is committed."""
+    """Create a queued episode and hand it to a worker once the row is committed.
+
+    ``seed`` None takes the next free one; ``step_delay`` seconds between decisions pace
+    a live episode for people watching (0: engine speed)."""
+    if not 0 <= step_delay <= MAX_STEP_DELAY:
+        raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
+    if seed is None:
+        seed = next_free_seed(scenario, policy)
     episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
+    episode.step_delay = step_delay
     check_llm_episode_quota(
         user=user,
         scenario_config=episode.scenario_snapshot,

@@ -18,6 +18,12 @@ def decision_payload(decision: Decision) -> dict[str, Any]:
     return {f: getattr(decision, f) for f in Decision.STORED_FIELDS}
 
 
+def decisions_after(episode_id: int, step: int, limit: int = 5000) -> list[dict[str, Any]]:
+    """The stored decisions after ``step`` (the catch-up of a reconnecting client)."""
+    rows = Decision.objects.filter(episode_id=episode_id, step__gt=step).order_by("step")
+    return [decision_payload(d) for d in rows[:limit]]
+
+
 def episode_payload(episode: Episode) -> dict[str, Any]:
     return {
         "id": episode.pk,
@@ -62,9 +68,10 @@ def sweep_payload(sweep: Sweep) -> dict[str, Any]:
     return {
         "id": sweep.pk,
         "status": sweep.status,
-        "total": sweep.total_cells,
-        "done": sweep.done_cells,
-        "failed": sweep.failed_cells,
+        "name": sweep.name,
+        "total_cells": sweep.total_cells,
+        "done_cells": sweep.done_cells,
+        "failed_cells": sweep.failed_cells,
         "progress": sweep.progress,
     }
 

@@ -1,19 +1,85 @@
-"""Server-rendered pages."""
+"""Server-rendered pages: thin views over the selectors and services the API uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 
-from procurement.roles import CAPABILITIES, user_role
+from procurement.forms import StartEpisodeForm
+from procurement.models import Episode
+from procurement.roles import CAPABILITIES, Role, has_role, may_cancel_episode, user_role
 from procurement.selectors.aggregates import episode_leaderboard
 from procurement.selectors.episodes import episode_list
+from procurement.services import live
+from procurement.services.episodes import start_episode
+from procurement.services.quotas import QuotaExceeded
 
 
+def role_required(minimum: Role) -> Callable:
+    """A page for ``minimum`` and above. No role at all: a page that says so and nothing
+    else; a lower role: a 403 that names the role needed."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            role = user_role(request.user)
+            if role is None or not has_role(request.user, minimum):
+                context = {"role": role, "needed": minimum, "capability": CAPABILITIES.get(role)}
+                return render(request, "procurement/no_role.html", context, status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+@role_required("analyst")
 def overview(request: HttpRequest) -> HttpResponse:
     episodes = episode_list()
     context = {
         "role": user_role(request.user),
-        "capabilities": CAPABILITIES,
-        "recent": episodes.select_related(None)[:20],
+        "can_sweep": has_role(request.user, "ops"),
+        "recent": episodes.filter(sweep__isnull=True)[:20],
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
+
+
+@role_required("analyst")
+def episode_new(request: HttpRequest) -> HttpResponse:
+    form = StartEpisodeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            episode = start_episode(
+                scenario=form.cleaned_data["scenario"],
+                policy=form.cleaned_data["policy"],
+                seed=form.cleaned_data["seed"],
+                step_delay=form.step_delay,
+                user=request.user,
+            )
+        except QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("episode-page", episode_id=episode.pk)
+    status = 400 if form.errors else 200
+    return render(request, "procurement/episode_new.html", {"form": form}, status=status)
+
+
+@role_required("analyst")
+def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
+    episode = get_object_or_404(Episode.objects.defer("policy_snapshot"), pk=episode_id)
+    llm_suppliers = bool((episode.scenario_snapshot.get("supplier_llm") or {}).get("personas"))
+    context = {
+        "episode": episode,
+        "page": {
+            "episode": live.episode_payload(episode),
+            "metrics": episode.metrics,
+            "boards": not llm_suppliers,
+            "error": episode.error,
+        },
+        "can_cancel": may_cancel_episode(request.user, episode),
+    }
+    return render(request, "procurement/episode_detail.html", context)

@@ -12,6 +12,7 @@ from django.db import connections
 from django.test import Client
 
 from procurement.asgi import application
+from procurement.consumers import READ_ONLY
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
 from procurement.services.scenarios import seed_presets
@@ -108,7 +109,32 @@ async def test_unknown_ids_and_foreign_origins_are_refused(user_with_role) -> No
     cookie = await _session_cookie(user_with_role, "ops")
     assert await refused_code("/ws/episodes/999999/", cookie) == 4404
     assert await refused_code("/ws/sweeps/999999/", cookie) == 4404
-    await refused_code("/ws/overview/", cookie, origin=(b"origin", b"http://evil.example"))
+    assert await refused_code("/ws/nothing/here/", cookie) == 4404
+    assert await refused_code("/elsewhere", cookie) == 4404
+    # The origin check refuses the handshake itself (daphne answers HTTP 403).
+    evil = (b"origin", b"http://evil.example")
+    assert await refused_code("/ws/overview/", cookie, origin=evil) == 1000
+
+
+async def test_a_reconnecting_client_resumes_after_its_last_step(user_with_role) -> None:
+    cookie = await _session_cookie(user_with_role, "analyst")
+    episode = await _episode(seed=5)
+    await asyncio.to_thread(_run, episode.pk)
+    await sync_to_async(episode.refresh_from_db)()
+    communicator, connected, _ = await _connect(f"/ws/episodes/{episode.pk}/", cookie)
+    assert connected
+    await communicator.receive_json_from()  # the snapshot
+    await communicator.send_json_to({"type": "resume", "after_step": 3})
+    caught_up = await communicator.receive_json_from()
+    assert caught_up["type"] == "episode.decisions"
+    assert [d["step"] for d in caught_up["decisions"]] == list(range(4, episode.steps))
+    await communicator.send_json_to({"type": "resume", "after_step": episode.steps - 1})
+    assert (await communicator.receive_json_from())["decisions"] == []
+    for bad in ("3", None, True, -2):
+        await communicator.send_json_to({"type": "resume", "after_step": bad})
+        error = await communicator.receive_json_from()
+        assert error["type"] == "error" and "after_step" in error["message"]
+    await communicator.disconnect()
 
 
 async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role) -> None:
@@ -133,10 +159,11 @@ async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role)
         "type": "sweep.snapshot",
         "sweep": {
             "id": sweep.pk,
+            "name": sweep.name,
             "status": "queued",
-            "total": 3,
-            "done": 0,
-            "failed": 0,
+            "total_cells": 3,
+            "done_cells": 0,
+            "failed_cells": 0,
             "progress": 0.0,
         },
     }
@@ -146,7 +173,7 @@ async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role)
     error = await communicator.receive_json_from()
     assert error == {
         "type": "error",
-        "message": "This stream is read-only: use the REST API to act.",
+        "message": READ_ONLY,
     }
     await communicator.disconnect()
 

@@ -116,7 +116,7 @@ async def test_sweep_progress_is_throttled_to_four_messages_a_second() -> None:
         stamps.append(last["sent_at"])
     bind_server_loop(None)
     elapsed = time.monotonic() - started
-    assert last["sweep"]["status"] == "finished" and last["sweep"]["done"] == 60
+    assert last["sweep"]["status"] == "finished" and last["sweep"]["done_cells"] == 60
     gaps = [b - a for a, b in itertools.pairwise(stamps[:-1])]
     assert all(gap >= 0.2 for gap in gaps), gaps  # the last message (final state) is free
     assert len(stamps) <= 4 * elapsed + 2

@@ -1,0 +1,220 @@
+// The episode page: decisions arrive over the socket (snapshot, then live batches; on
+// reconnect it resumes after its last step), the boards show the public state after the
+// scrubber's step, the chart the running score and each step's reward.
+"use strict";
+(function () {
+  const page = JSON.parse(document.getElementById("episode-page").textContent);
+  const episode = page.episode;
+  const f = window.arenaFormat;
+  const $ = (id) => document.getElementById(id);
+  const decisions = new Map(); // step -> decision
+  let lastStep = -1, follow = true, selected = -1, chartQueued = false, stateTimer = null;
+
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text == null ? "" : text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function describe(d) {
+    const a = typeof d.action === "object" && d.action ? d.action : { action_type: String(d.action) };
+    const who = [a.supplier_id, a.requirement_id].filter(Boolean).join(" · ");
+    const offer = a.price ?? a.amount ?? a.quantity ?? null;
+    let response = "", message = d.message || "";
+    if (!d.valid && d.error) response = `${d.error.code}: ${d.error.message}`;
+    else if (d.response) {
+      response = `${d.response.response}${d.response.price != null ? " at " + f.money(d.response.price) : ""}`;
+      message = d.response.message || message;
+    } else if (d.events && d.events.length) response = d.events[0].text;
+    return { type: a.action_type || "?", who, offer, response, message };
+  }
+
+  function addRow(d) {
+    const tbody = $("timeline").tBodies[0];
+    const info = describe(d);
+    const tr = document.createElement("tr");
+    tr.dataset.step = d.step;
+    if (!d.valid) tr.className = "invalid";
+    cell(tr, d.step, "num"); cell(tr, d.week, "num"); cell(tr, info.type + (d.actor && d.actor !== "policy" ? ` (${d.actor})` : ""));
+    cell(tr, info.who); cell(tr, info.offer == null ? "" : f.money(info.offer), "num"); cell(tr, info.response);
+    const msg = cell(tr, "", "hide-narrow");
+    if (info.message) { const m = document.createElement("div"); m.className = "message"; m.textContent = info.message; msg.appendChild(m); }
+    if (d.rationale) { const r = document.createElement("div"); r.className = "muted"; r.textContent = "Why: " + d.rationale; msg.appendChild(r); }
+    const tells = d.response && d.response.tells;
+    if (tells) {
+      const top = Object.entries(tells).sort((x, y) => y[1] - x[1]).slice(0, 3);
+      const t = document.createElement("div"); t.className = "tells";
+      t.textContent = "tells: " + top.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ");
+      msg.appendChild(t);
+    }
+    cell(tr, f.score(d.reward), "num");
+    // Keep step order even when a resume fills a gap.
+    const after = [...tbody.rows].find((row) => Number(row.dataset.step) > d.step);
+    tbody.insertBefore(tr, after || null);
+  }
+
+  function addDecisions(list) {
+    let added = false;
+    for (const d of list) {
+      if (decisions.has(d.step)) continue; // a batch can arrive twice around a (re)connect
+      decisions.set(d.step, d);
+      addRow(d);
+      added = true;
+      if (d.step > lastStep) lastStep = d.step;
+    }
+    if (!added) return;
+    const latest = decisions.get(lastStep);
+    $("step-count").textContent = decisions.size;
+    $("running-score").textContent = f.score(latest.running_score);
+    $("week").textContent = latest.state && latest.state.week != null ? latest.state.week : latest.week;
+    $("invalid-count").textContent = [...decisions.values()].filter((d) => !d.valid).length;
+    if (latest.state) showBudget(latest.state.budget_committed, latest.state.budget_remaining);
+    $("scrubber").max = lastStep;
+    if (follow) select(lastStep);
+    queueChart();
+  }
+
+  function showBudget(committed, remaining) {
+    const total = committed + remaining;
+    $("budget-total").textContent = f.money(total);
+    $("budget-committed").textContent = f.money(committed);
+    $("budget-remaining").textContent = f.money(remaining);
+    $("budget-bar").style.width = total > 0 ? `${Math.min(100, (100 * committed) / total)}%` : "0";
+  }
+
+  function queueChart() {
+    if (chartQueued || !window.Plotly) return;
+    chartQueued = true;
+    requestAnimationFrame(() => {
+      chartQueued = false;
+      const steps = [...decisions.keys()].sort((a, b) => a - b);
+      const score = steps.map((s) => decisions.get(s).running_score);
+      const reward = steps.map((s) => decisions.get(s).reward);
+      const marker = selected >= 0 ? [{ type: "line", x0: selected, x1: selected, yref: "paper", y0: 0, y1: 1, line: { color: "#b38600", width: 1 } }] : [];
+      Plotly.react("chart", [
+        { x: steps, y: score, name: "running score", mode: "lines", line: { color: "#2b5cab" } },
+        { x: steps, y: reward, name: "reward", type: "bar", marker: { color: "#4fc3f7" }, yaxis: "y2" },
+      ], {
+        margin: { t: 10, r: 40, b: 35, l: 45 }, showlegend: true, legend: { orientation: "h", y: 1.15 },
+        xaxis: { title: { text: "step" } }, yaxis: { title: { text: "score" } },
+        yaxis2: { overlaying: "y", side: "right", showgrid: false, title: { text: "reward" } },
+        shapes: marker,
+      }, { displayModeBar: false, responsive: true });
+    });
+  }
+
+  function select(step) {
+    selected = step;
+    $("scrubber").value = step;
+    const d = decisions.get(step);
+    $("scrubber-label").textContent = step < 0 ? "before the first decision" : `after step ${step} (week ${d ? d.week : "?"})`;
+    for (const row of document.querySelectorAll("#timeline tr.current")) row.classList.remove("current");
+    const row = document.querySelector(`#timeline tr[data-step="${step}"]`);
+    if (row) { row.classList.add("current"); if (!follow) row.scrollIntoView({ block: "nearest" }); }
+    queueChart();
+    if (page.boards) { clearTimeout(stateTimer); stateTimer = setTimeout(() => loadState(step), follow ? 400 : 120); }
+  }
+
+  async function loadState(step) {
+    const response = await fetch(`/api/episodes/${episode.id}/state/?step=${step}`, { credentials: "same-origin" });
+    const body = await response.json();
+    if (!response.ok) { note(body.detail || JSON.stringify(body)); return; }
+    if (step !== selected) return; // the scrubber moved on
+    renderBoards(body);
+  }
+
+  function note(text) { $("boards-note").hidden = false; $("boards-note").textContent = text; }
+
+  function fill(table, rows) {
+    const tbody = $(table).tBodies[0];
+    tbody.replaceChildren(...rows.map((values) => {
+      const tr = document.createElement("tr");
+      values.forEach(([text, cls]) => cell(tr, text, cls));
+      return tr;
+    }));
+  }
+
+  function renderBoards(state) {
+    showBudget(state.budget.committed, state.budget.remaining);
+    fill("requirements", state.requirements.map((r) => [[r.id], [r.name], [r.quantity, "num"], [r.quantity_needed, "num"], [r.deadline_week, "num"], [r.critical ? "yes" : ""], [r.status]]));
+    fill("suppliers", state.suppliers.map((s) => [[`${s.id} ${s.name}`], [s.categories.join(", ")], [s.lead_time_weeks, "num"], [s.rated_reliability, "num"], [s.active && !s.rejected_by_buyer ? "yes" : "no"]]));
+    fill("threads", state.threads.map((t) => {
+      const last = t.rounds.length ? t.rounds[t.rounds.length - 1] : null;
+      return [[t.supplier_id], [t.requirement_id], [t.status], [t.rounds.length, "num"], [last ? f.money(last.buyer_offer) : "", "num"],
+        [f.money(t.standing_counter), "num"], [f.money(t.agreed_price), "num"], [t.valid_until_week ?? t.counter_valid_until_week ?? "", "num"]];
+    }));
+  }
+
+  function showEpisode(e) {
+    Object.assign(episode, e);
+    $("status").textContent = e.status;
+    $("status").className = `badge ${e.status}`;
+    const cancel = $("cancel");
+    if (cancel && ["finished", "failed", "cancelled"].includes(e.status)) cancel.hidden = true;
+    if (e.status === "finished" || e.status === "failed") loadMetrics();
+  }
+
+  async function loadMetrics() {
+    const response = await fetch(`/api/episodes/${episode.id}/`, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const body = await response.json();
+    if (body.error) { $("episode-error").hidden = false; $("episode-error").textContent = body.error; }
+    showMetrics(body.metrics || {});
+  }
+
+  function showMetrics(metrics) {
+    const keys = Object.keys(metrics);
+    if (!keys.length) return;
+    $("metrics-card").hidden = false;
+    $("metrics").replaceChildren(...keys.map((k) => {
+      const dl = document.createElement("dl");
+      dl.className = "facts";
+      const dt = document.createElement("dt"), dd = document.createElement("dd");
+      const v = metrics[k];
+      dt.textContent = k.replaceAll("_", " ");
+      dd.textContent = typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : v;
+      dl.append(dt, dd);
+      return dl;
+    }));
+  }
+
+  async function loadEarlier(before) {
+    // The snapshot holds the latest decisions; older ones come from the API, in pages.
+    for (let page_ = 1; ; page_++) {
+      const response = await fetch(`/api/episodes/${episode.id}/decisions/?page_size=2000&page=${page_}`, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const body = await response.json();
+      addDecisions(body.results.filter((d) => d.step < before));
+      if (!body.next || body.results.length === 0 || body.results[body.results.length - 1].step >= before) return;
+    }
+  }
+
+  $("scrubber").addEventListener("input", (event) => { follow = false; select(Number(event.target.value)); });
+  $("follow").addEventListener("click", () => { follow = true; select(lastStep); });
+  const cancel = $("cancel");
+  if (cancel) cancel.addEventListener("click", async () => {
+    const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
+    const response = await fetch(`/api/episodes/${episode.id}/cancel/`, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": token } });
+    const body = await response.json();
+    if (response.ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
+  });
+
+  if (!page.boards) note("Its suppliers are language models: the boards show no past steps (the decisions below hold every step).");
+  showMetrics(page.metrics || {});
+  let first = true;
+  window.arenaSocket(`/ws/episodes/${episode.id}/`, {
+    status: $("live-status"),
+    onOpen(socket) { if (!first) socket.send(JSON.stringify({ type: "resume", after_step: lastStep })); first = false; },
+    onMessage(message) {
+      if (message.type === "episode.snapshot") {
+        showEpisode(message.episode);
+        addDecisions(message.decisions);
+        if (message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
+        if (!message.decisions.length) select(-1);
+      } else if (message.type === "episode.decisions") addDecisions(message.decisions);
+      else if (message.type === "episode.status") showEpisode(message.episode);
+    },
+  });
+})();

@@ -1,0 +1,32 @@
+// Overview: episode rows follow their status live over /ws/overview/.
+"use strict";
+(function () {
+  const body = document.querySelector("#episodes tbody");
+  const f = window.arenaFormat;
+  function row(e) {
+    let tr = body.querySelector(`tr[data-id="${e.id}"]`);
+    if (!tr) {
+      const empty = body.querySelector("tr.empty");
+      if (empty) empty.remove();
+      tr = document.createElement("tr");
+      tr.dataset.id = e.id;
+      const cells = [`<a href="/episodes/${e.id}/">${e.id}</a>`, e.scenario, e.policy, e.seed];
+      tr.innerHTML = cells.map((c, i) => `<td${i === 3 ? ' class="num"' : ""}></td>`).join("") +
+        '<td data-field="status"></td><td class="num" data-field="steps"></td><td class="num" data-field="score"></td>';
+      tr.children[0].innerHTML = cells[0];
+      for (let i = 1; i < 4; i++) tr.children[i].textContent = f.text(cells[i]);
+      body.prepend(tr);
+    }
+    tr.querySelector('[data-field="status"]').innerHTML = `<span class="badge ${e.status}"></span>`;
+    tr.querySelector(".badge").textContent = e.status;
+    tr.querySelector('[data-field="steps"]').textContent = e.steps;
+    tr.querySelector('[data-field="score"]').textContent = f.score(e.score);
+  }
+  window.arenaSocket("/ws/overview/", {
+    status: document.getElementById("live-status"),
+    onMessage(message) {
+      if (message.type === "overview.snapshot") message.episodes.slice().reverse().forEach(row);
+      else if (message.type === "episode.status" && message.episode.sweep == null) row(message.episode);
+    },
+  });
+})();

@@ -1,0 +1,161 @@
+"""Server-rendered pages and the REST additions they use (Django test client): roles,
+the start form's rules, the public state at any step, cancelling, names or ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
+from procurement.models import Episode, PolicyConfig, Scenario
+from procurement.services.episode_runner import run_stored_episode
+from procurement.services.episodes import next_free_seed, start_episode
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(client, user_with_role, role):
+    user = user_with_role(role)
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+def _finished(preset, expert, seed=3, user=None) -> Episode:
+    episode = start_episode(scenario=preset, policy=expert, seed=seed, user=user, enqueue=False)
+    return run_stored_episode(episode.pk, live_updates=False)
+
+
+@pytest.mark.parametrize("path", ["/", "/episodes/new/"])
+def test_a_user_without_a_role_sees_only_that(client, user_with_role, seeded, path) -> None:
+    response = _client(client, user_with_role, None).get(path)
+    assert response.status_code == 403
+    assert b"no role yet" in response.content and b"Recent episodes" not in response.content
+
+
+def test_the_overview_links_each_episode_to_its_page(client, user_with_role, preset, expert):
+    episode = _finished(preset, expert)
+    response = _client(client, user_with_role, "analyst").get("/")
+    assert f'href="/episodes/{episode.pk}/"'.encode() in response.content
+    page = client.get(f"/episodes/{episode.pk}/")
+    assert page.status_code == 200
+    assert b"vendor/plotly.min.js" in page.content and b'id="episode-page"' in page.content
+    assert client.get("/episodes/999999/").status_code == 404
+
+
+def test_the_start_form_starts_a_live_episode_on_the_next_free_seed(
+    client, user_with_role, preset, expert
+) -> None:
+    _finished(preset, expert, seed=0)
+    analyst = _client(client, user_with_role, "analyst")
+    response = analyst.post(
+        "/episodes/new/", {"scenario": preset.name, "policy": expert.name, "pace": "live"}
+    )
+    episode = Episode.objects.latest("id")
+    assert response.status_code == 302 and response.url == f"/episodes/{episode.pk}/"
+    assert (episode.seed, episode.step_delay) == (1, LIVE_STEP_DELAY)
+    assert episode.created_by == analyst.user
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"scenario": "nope", "policy": "expert", "pace": "fast"}, "scenario"),
+        ({"scenario": "easy_negotiation", "policy": "expert", "pace": "warp"}, "pace"),
+        ({"scenario": "easy_negotiation", "policy": "expert", "pace": "fast", "seed": -1}, "seed"),
+        ({"scenario": "easy_negotiation", "policy": "expert", "pace": "fast", "seed": "x"}, "seed"),
+    ],
+)
+def test_a_bad_start_form_says_which_field_and_starts_nothing(
+    client, user_with_role, seeded, snapshot_counts, data, field
+) -> None:
+    before = snapshot_counts()
+    response = _client(client, user_with_role, "analyst").post("/episodes/new/", data)
+    assert response.status_code == 400
+    assert field in response.context["form"].errors
+    assert snapshot_counts() == before
+
+
+def test_the_state_endpoint_replays_to_any_step_and_shows_no_hidden_state(
+    api_client_for, preset, expert
+) -> None:
+    episode = _finished(preset, expert)
+    api = api_client_for("analyst")
+    before = api.get(f"/api/episodes/{episode.pk}/state/?step=-1").json()
+    last = api.get(f"/api/episodes/{episode.pk}/state/?step={episode.steps - 1}").json()
+    assert before["after_step"] == -1 and before["threads"] == [] and before["step"] == 0
+    assert last["step"] == episode.steps and last["contracts"]
+    final = episode.decisions.get(step=episode.steps - 1).state
+    assert last["budget"]["remaining"] == pytest.approx(final["budget_remaining"])
+    keys: set[str] = set()
+    stack: list = [last]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            keys |= set(value)
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+    hidden = {"reservation", "floor", "stress", "tactic", "patience", "anchor", "persona"}
+    assert not keys & hidden
+
+
+@pytest.mark.parametrize("step", ["", "x", "-2", "1.5", "99999", "9" * 30])
+def test_a_bad_step_is_a_400(api_client_for, preset, expert, step) -> None:
+    episode = _finished(preset, expert)
+    response = api_client_for("analyst").get(f"/api/episodes/{episode.pk}/state/?step={step}")
+    assert response.status_code == 400 and "step" in response.json()
+
+
+def test_past_states_of_llm_supplier_episodes_are_a_409_that_says_why(api_client_for, seeded):
+    episode = start_episode(
+        scenario=Scenario.objects.get(name="llm_bilateral"),
+        policy=PolicyConfig.objects.get(name="expert"),
+        seed=1,
+        enqueue=False,
+    )
+    Episode.objects.filter(pk=episode.pk).update(steps=3)
+    response = api_client_for("analyst").get(f"/api/episodes/{episode.pk}/state/?step=0")
+    assert response.status_code == 409 and "language models" in response.json()["detail"]
+
+
+def test_analysts_cancel_only_their_own_episodes(api_client_for, preset, expert) -> None:
+    mine, theirs = api_client_for("analyst"), api_client_for("analyst")
+    episode = start_episode(scenario=preset, policy=expert, seed=1, user=mine.user, enqueue=False)
+    refused = theirs.post(f"/api/episodes/{episode.pk}/cancel/")
+    assert refused.status_code == 403
+    assert Episode.objects.get(pk=episode.pk).status == "queued"
+    assert mine.post(f"/api/episodes/{episode.pk}/cancel/").status_code == 200
+    other = start_episode(scenario=preset, policy=expert, seed=2, user=mine.user, enqueue=False)
+    assert api_client_for("ops").post(f"/api/episodes/{other.pk}/cancel/").status_code == 200
+
+
+def test_the_api_takes_a_scenario_and_a_policy_by_name_or_by_id(
+    api_client_for, preset, expert
+) -> None:
+    api = api_client_for("ops")
+    by_id = api.post("/api/episodes/", {"scenario": preset.pk, "policy": expert.pk}, format="json")
+    by_name = api.post(
+        "/api/episodes/", {"scenario": preset.name, "policy": "expert"}, format="json"
+    )
+    assert by_id.status_code == by_name.status_code == 201
+    assert by_name.json()["seed"] == next_free_seed(preset, expert) - 1  # took the next one
+    sweep = api.post(
+        "/api/sweeps/",
+        {"scenarios": [preset.pk], "policies": ["expert", expert.pk + 1000], "seeds": 1},
+        format="json",
+    )
+    assert sweep.status_code == 400 and "policies" in sweep.json()
+    too_slow = api.post(
+        "/api/episodes/",
+        {"scenario": preset.pk, "policy": expert.pk, "step_delay": MAX_STEP_DELAY + 1},
+        format="json",
+    )
+    assert too_slow.status_code == 400 and "step_delay" in too_slow.json()
+
+
+def test_admin_and_schema_docs_are_branded_and_link_back(admin_client) -> None:
+    assert b"Procurement Arena" in admin_client.get("/admin/").content
+    schema = admin_client.get("/api/schema/?format=json").json()
+    assert "[Back to the dashboard](/)" in schema["info"]["description"]
+    favicon = admin_client.get("/static/procurement/favicon.svg")
+    assert favicon.status_code == 200

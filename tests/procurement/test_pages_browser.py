@@ -1,0 +1,133 @@
+"""The dashboard in a real headless Chromium against a real daphne (tests/browser.py):
+log in, start a live episode from the form and watch its decisions arrive one by one,
+scrub the finished episode, and check a 390 px phone. Screenshots land in
+data/screenshots/ as artifacts."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    EmbeddedSite,
+    has_horizontal_scroll,
+    login,
+    screenshot,
+)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[EmbeddedSite]:
+    site = EmbeddedSite()
+    yield site
+    site.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(site) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, errors  # no JavaScript error on any page
+
+
+def _rows(page) -> int:
+    return page.locator("#timeline tbody tr").count()
+
+
+def test_an_analyst_starts_a_live_episode_and_watches_each_decision_arrive(page, site) -> None:
+    login(page, site, "analyst")
+    page.click("text=Start an episode")
+    page.select_option("select[name=scenario]", "easy_negotiation")
+    page.select_option("select[name=policy]", "expert")
+    page.check("input[name=pace][value=live]")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    assert page.locator("#live-status").text_content() is not None
+
+    # Live: rows come one at a time over the socket, without a reload.
+    seen: list[int] = []
+    deadline = time.monotonic() + 120
+    while page.locator("#status").text_content() != "finished":
+        assert time.monotonic() < deadline, (seen, site.log_tail())
+        count = _rows(page)
+        if not seen or count != seen[-1]:
+            seen.append(count)
+        time.sleep(0.05)
+    total = _rows(page)
+    increasing = [n for n in seen if 0 < n < total]
+    assert len(increasing) >= 3, seen  # several partial states: not one final dump
+    assert total == int(page.locator("#step-count").text_content())
+    page.wait_for_selector("#metrics-card:not([hidden])")
+    assert page.locator("#cancel").is_hidden()  # nothing left to cancel
+    page.wait_for_selector("#chart .main-svg")
+    assert page.locator("#requirements tbody tr").count() >= 1
+    screenshot(page, "episode-live-1366")
+
+    # Replay: drag to an early step; the boards show that step, the row is marked.
+    page.locator("#scrubber").evaluate(
+        "(el) => { el.value = -1; el.dispatchEvent(new Event('input')); }"
+    )
+    page.wait_for_function("document.querySelector('#threads tbody').rows.length === 0")
+    assert page.locator("#scrubber-label").text_content() == "before the first decision"
+    page.locator("#scrubber").evaluate(
+        f"(el) => {{ el.value = {total - 1}; el.dispatchEvent(new Event('input')); }}"
+    )
+    page.wait_for_function("document.querySelector('#threads tbody').rows.length > 0")
+    assert page.locator("#timeline tr.current").get_attribute("data-step") == str(total - 1)
+    screenshot(page, "episode-replay-1366")
+
+    # The overview links to it and shows it finished.
+    page.click("text=Overview")
+    row = page.locator("#episodes tbody tr").first
+    assert "finished" in row.text_content()
+    screenshot(page, "overview-1366")
+
+
+def test_pages_fit_a_390_px_phone(browser, site) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    login(page, site, "analyst")
+    for path, name in (("/", "overview"), ("/episodes/new/", "episode-start")):
+        page.goto(site.url + path)
+        assert not has_horizontal_scroll(page), path
+        screenshot(page, f"{name}-390")
+    page.goto(site.url + "/")
+    page.locator("#episodes tbody tr a").first.click()
+    page.wait_for_selector("#timeline tbody tr")
+    page.wait_for_selector("#chart .main-svg")
+    page.wait_for_selector("#requirements tbody tr")
+    assert not has_horizontal_scroll(page)
+    screenshot(page, "episode-390")
+    context.close()
+
+
+def test_a_user_without_a_role_sees_that_and_nothing_else(page, site) -> None:
+    page.goto(f"{site.url}/accounts/login/")
+    page.fill("input[name=username]", "norole")
+    page.fill("input[name=password]", "browser-test-password-1234")
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    assert "no role yet" in page.content()
+    assert page.locator("#episodes").count() == 0
+    screenshot(page, "no-role-1366")
