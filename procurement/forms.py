@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 
-from procurement.limits import LIVE_STEP_DELAY, MAX_SEED
+from procurement.limits import (
+    LIVE_STEP_DELAY,
+    MAX_SEED,
+    MAX_SEEDS_PER_SWEEP,
+    validate_sweep_grid,
+)
 from procurement.models import PolicyConfig, Scenario
 
 PACES = {"live": LIVE_STEP_DELAY, "fast": 0.0}
@@ -38,3 +44,42 @@ class StartEpisodeForm(forms.Form):
     @property
     def step_delay(self) -> float:
         return PACES[self.cleaned_data["pace"]]
+
+
+class StartSweepForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False)
+    scenarios = forms.ModelMultipleChoiceField(
+        queryset=Scenario.objects.order_by("name"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+    )
+    policies = forms.ModelMultipleChoiceField(
+        queryset=PolicyConfig.objects.order_by("name"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+        label="Buyer policies",
+    )
+    seeds = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_SEEDS_PER_SWEEP,
+        initial=20,
+        help_text="Seeds per scenario and policy: each (scenario, policy, seed) is one cell.",
+    )
+    seed_start = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:  # the grid's bounds are the service's rule (the API and commands share it)
+            validate_sweep_grid(
+                scenarios=len(data["scenarios"]),
+                policies=len(data["policies"]),
+                seeds=data["seeds"],
+                seed_start=data["seed_start"],
+            )
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                for message in messages:
+                    self.add_error(field, message)
+        return data

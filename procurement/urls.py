@@ -8,6 +8,8 @@ urlpatterns = [
     path("", pages.overview, name="overview"),
     path("episodes/new/", pages.episode_new, name="episode-start"),
     path("episodes/<int:episode_id>/", pages.episode_detail, name="episode-page"),
+    path("sweeps/new/", pages.sweep_new, name="sweep-start"),
+    path("sweeps/<int:sweep_id>/", pages.sweep_detail, name="sweep-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
     path("admin/", admin.site.urls),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import django_filters
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -17,6 +19,7 @@ from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.roles import may_cancel_episode
+from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.episodes import (
     NoSuchStep,
     StateUnavailable,
@@ -28,7 +31,9 @@ from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
 from procurement.services import sweeps as sweep_services
+from procurement.services.exports import write_sweep_csv, write_sweep_json
 
+EXPORTS = {"csv": (write_sweep_csv, "text/csv"), "json": (write_sweep_json, "application/json")}
 ID_REGEX = r"[0-9]{1,18}"  # non-numeric or absurd ids are a 404, never a database error
 
 
@@ -272,6 +277,32 @@ class SweepViewSet(
         params.is_valid(raise_exception=True)
         sweep = sweep_services.create_sweep(user=request.user, **params.validated_data)
         return Response(s.SweepDetailSerializer(sweep).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("file", str, enum=["csv", "json"], required=True)],
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.OBJECT,
+        },
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        """Every cell with every metric, as a CSV or JSON download."""
+        sweep = self.get_object()
+        kind = request.query_params.get("file")
+        if kind not in EXPORTS:
+            return Response({"file": ['"csv" or "json".']}, status=status.HTTP_400_BAD_REQUEST)
+        write, content_type = EXPORTS[kind]
+        response = HttpResponse(content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
+        write(sweep, response)  # an HttpResponse is a file to write to
+        return response
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def scores(self, request, pk=None):
+        """Every finished cell's score by scenario and policy (for distribution plots)."""
+        return Response(sweep_score_distributions(self.get_object()))
 
     @extend_schema(request=None, responses={200: s.SweepSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])

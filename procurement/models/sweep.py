@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from procurement.models.status import RunStatus
+from procurement.models.status import TERMINAL_STATUSES, RunStatus
 
 SweepStatus = RunStatus
 
@@ -43,6 +43,10 @@ class Sweep(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"sweep {self.pk}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
 
     @property
     def progress(self) -> float:

@@ -8,7 +8,13 @@ from typing import Any
 
 from negotiation.stats import mean_ci
 
-LEADERBOARD_METRICS = ("deal_rate", "buyer_share", "mutual_loss", "fulfilment_rate")
+LEADERBOARD_METRICS = (
+    "deal_rate",
+    "buyer_share",
+    "mutual_loss",
+    "rounds_per_deal",
+    "fulfilment_rate",
+)
 
 
 def leaderboard(rows: Iterable[tuple[str, str, float | None, dict[str, Any]]]) -> list[dict]:
@@ -39,3 +45,21 @@ def episode_leaderboard(episodes) -> list[dict]:
             "scenario_name", "policy_name", "score", "metrics"
         )
     )
+
+
+def sweep_score_distributions(sweep) -> list[dict[str, Any]]:
+    """Every finished cell's score, grouped by (scenario, policy): the distribution plot."""
+    from procurement.models import SweepCell
+
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    rows = (
+        SweepCell.objects.filter(sweep=sweep, status="finished", score__isnull=False)
+        .values_list("scenario__name", "policy__name", "score")
+        .iterator(chunk_size=5000)
+    )
+    for scenario, policy, score in rows:
+        groups[(scenario, policy)].append(round(score, 4))
+    return [
+        {"scenario": scenario, "policy": policy, "scores": scores}
+        for (scenario, policy), scores in sorted(groups.items())
+    ]

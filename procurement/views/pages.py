@@ -8,14 +8,16 @@ from functools import wraps
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from procurement.forms import StartEpisodeForm
-from procurement.models import Episode
+from procurement.forms import StartEpisodeForm, StartSweepForm
+from procurement.models import Episode, Sweep
 from procurement.roles import CAPABILITIES, Role, has_role, may_cancel_episode, user_role
 from procurement.selectors.aggregates import episode_leaderboard
+from procurement.selectors.catalog import llm_names
 from procurement.selectors.episodes import episode_list
 from procurement.services import live
 from procurement.services.episodes import start_episode
 from procurement.services.quotas import QuotaExceeded
+from procurement.services.sweeps import create_sweep
 
 
 def role_required(minimum: Role) -> Callable:
@@ -43,6 +45,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "role": user_role(request.user),
         "can_sweep": has_role(request.user, "ops"),
         "recent": episodes.filter(sweep__isnull=True)[:20],
+        "sweeps": Sweep.objects.order_by("-created_at")[:10],
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
@@ -83,3 +86,38 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
         "can_cancel": may_cancel_episode(request.user, episode),
     }
     return render(request, "procurement/episode_detail.html", context)
+
+
+@role_required("ops")
+def sweep_new(request: HttpRequest) -> HttpResponse:
+    form = StartSweepForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            sweep = create_sweep(
+                scenarios=list(data["scenarios"]),
+                policies=list(data["policies"]),
+                seeds=data["seeds"],
+                seed_start=data["seed_start"],
+                name=data["name"],
+                user=request.user,
+            )
+        except QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("sweep-page", sweep_id=sweep.pk)
+    context = {"form": form, "llm_names": llm_names()}
+    return render(
+        request, "procurement/sweep_new.html", context, status=400 if form.errors else 200
+    )
+
+
+@role_required("analyst")
+def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    sweep = get_object_or_404(Sweep.objects.prefetch_related("scenarios", "policies"), pk=sweep_id)
+    context = {
+        "sweep": sweep,
+        "page": {"sweep": live.sweep_payload(sweep)},
+        "can_cancel": has_role(request.user, "ops"),
+    }
+    return render(request, "procurement/sweep_detail.html", context)

@@ -3,12 +3,15 @@ the start form's rules, the public state at any step, cancelling, names or ids."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
-from procurement.models import Episode, PolicyConfig, Scenario
+from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import next_free_seed, start_episode
+from procurement.services.sweeps import create_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -159,3 +162,69 @@ def test_admin_and_schema_docs_are_branded_and_link_back(admin_client) -> None:
     assert "[Back to the dashboard](/)" in schema["info"]["description"]
     favicon = admin_client.get("/static/procurement/favicon.svg")
     assert favicon.status_code == 200
+
+
+def _sweep(preset, expert, seeds=3):
+    from procurement.services.sweep_runner import run_cells, start_sweep
+    from procurement.services.sweeps import close_sweep_if_done
+
+    sweep = create_sweep(scenarios=[preset], policies=[expert], seeds=seeds, enqueue=False)
+    for chunk in start_sweep(sweep.pk):
+        run_cells(sweep.pk, chunk.cell_ids)
+    close_sweep_if_done(sweep.pk)
+    sweep.refresh_from_db()
+    return sweep
+
+
+def test_only_ops_open_the_sweep_form(client, user_with_role, seeded) -> None:
+    assert _client(client, user_with_role, "analyst").get("/sweeps/new/").status_code == 403
+    assert _client(client, user_with_role, "ops").get("/sweeps/new/").status_code == 200
+
+
+def test_a_sweep_too_big_is_refused_on_the_form_and_creates_nothing(
+    client, user_with_role, seeded, snapshot_counts
+) -> None:
+    before = snapshot_counts()
+    data = {
+        "scenarios": ["easy_negotiation", "medium_adversarial", "hard_arena"],
+        "policies": ["expert", "random"],
+        "seeds": 5000,
+        "seed_start": 0,
+    }
+    response = _client(client, user_with_role, "ops").post("/sweeps/new/", data)
+    assert response.status_code == 400
+    assert "too many" in str(response.context["form"].errors["seeds"])
+    assert snapshot_counts() == before
+
+
+def test_the_sweep_form_starts_a_sweep_and_its_page_shows_it(client, user_with_role, seeded):
+    ops = _client(client, user_with_role, "ops")
+    data = {"scenarios": ["easy_negotiation"], "policies": ["expert"], "seeds": 2, "seed_start": 5}
+    response = ops.post("/sweeps/new/", data)
+    sweep = Sweep.objects.latest("id")
+    assert response.status_code == 302 and response.url == f"/sweeps/{sweep.pk}/"
+    assert (sweep.total_cells, sweep.seed_start, sweep.created_by) == (2, 5, ops.user)
+    page = ops.get(response.url)
+    assert page.status_code == 200 and b'id="sweep-page"' in page.content
+
+
+def test_sweep_downloads_and_scores(api_client_for, preset, expert) -> None:
+    sweep = _sweep(preset, expert)
+    api = api_client_for("analyst")
+    csv = api.get(f"/api/sweeps/{sweep.pk}/export/?file=csv")
+    assert csv.status_code == 200 and csv["Content-Type"] == "text/csv"
+    assert f'filename="sweep-{sweep.pk}.csv"' in csv["Content-Disposition"]
+    assert len(csv.content.decode().splitlines()) == 4
+    cells = json.loads(api.get(f"/api/sweeps/{sweep.pk}/export/?file=json").content)["cells"]
+    assert [c["seed"] for c in cells] == [0, 1, 2]
+    for bad in ("", "xlsx", "csv%00"):
+        response = api.get(f"/api/sweeps/{sweep.pk}/export/?file={bad}")
+        assert response.status_code == 400
+    scores = api.get(f"/api/sweeps/{sweep.pk}/scores/").json()
+    assert scores == [
+        {
+            "scenario": preset.name,
+            "policy": "expert",
+            "scores": [round(c["score"], 4) for c in cells],
+        }
+    ]

@@ -131,3 +131,50 @@ def test_a_user_without_a_role_sees_that_and_nothing_else(page, site) -> None:
     assert "no role yet" in page.content()
     assert page.locator("#episodes").count() == 0
     screenshot(page, "no-role-1366")
+
+
+def test_ops_start_a_sweep_and_watch_it_finish_with_a_leaderboard_and_a_chart(
+    browser, site
+) -> None:
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, site, "ops")
+    page.click("text=Start a sweep")
+    for scenario in ("easy_negotiation", "bilateral_hardball"):
+        page.check(f"input[name=scenarios][value={scenario}]")
+    for policy in ("expert", "random"):
+        page.check(f"input[name=policies][value={policy}]")
+    page.fill("input[name=seeds]", "15")
+    assert page.locator("#estimate").text_content().startswith("60 cells")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    page.wait_for_function("document.getElementById('status').textContent === 'finished'")
+    page.wait_for_function("document.getElementById('progress-text').textContent.includes('100 %')")
+    page.wait_for_function("document.querySelectorAll('#leaderboard tbody tr').length === 4")
+    page.wait_for_selector("#distribution .main-svg")
+    screenshot(page, "sweep-1366")
+    with page.expect_download() as download:
+        page.click("#download-csv")
+    lines = download.value.path().read_text().splitlines()
+    assert lines[0].startswith("scenario,policy,seed,status,score") and len(lines) == 61
+    context.close()
+    assert not errors, errors
+
+
+def test_an_analyst_cancels_their_live_episode_from_its_page(page, site) -> None:
+    login(page, site, "analyst")
+    page.goto(f"{site.url}/episodes/new/")
+    page.select_option("select[name=scenario]", "hard_arena")
+    page.select_option("select[name=policy]", "expert")
+    page.check("input[name=pace][value=live]")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    page.wait_for_selector("#timeline tbody tr")
+    page.click("#cancel")
+    page.wait_for_function("document.getElementById('status').textContent === 'cancelled'")
+    assert page.locator("#cancel").is_hidden()
+    stopped_at = _rows(page)
+    time.sleep(1.5)  # a cancelled episode stores nothing more
+    assert _rows(page) == stopped_at

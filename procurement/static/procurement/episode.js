@@ -195,10 +195,8 @@
   $("follow").addEventListener("click", () => { follow = true; select(lastStep); });
   const cancel = $("cancel");
   if (cancel) cancel.addEventListener("click", async () => {
-    const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
-    const response = await fetch(`/api/episodes/${episode.id}/cancel/`, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": token } });
-    const body = await response.json();
-    if (response.ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
+    const [ok, body] = await window.arenaPost(`/api/episodes/${episode.id}/cancel/`);
+    if (ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
   });
 
   if (!page.boards) note("Its suppliers are language models: the boards show no past steps (the decisions below hold every step).");

@@ -24,3 +24,9 @@ window.arenaFormat = {
   score: (x) => x == null ? "–" : Number(x).toFixed(3),
   text: (x) => x == null ? "" : String(x),
 };
+// POST to the API with the session's CSRF token; resolves to [ok, body].
+window.arenaPost = async function (url) {
+  const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
+  const response = await fetch(url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": token } });
+  return [response.ok, await response.json()];
+};

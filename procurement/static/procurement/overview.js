@@ -22,11 +22,24 @@
     tr.querySelector('[data-field="steps"]').textContent = e.steps;
     tr.querySelector('[data-field="score"]').textContent = f.score(e.score);
   }
+  function sweepRow(s) {
+    const tr = document.querySelector(`#sweeps tr[data-id="${s.id}"]`);
+    if (!tr) return; // a new sweep shows on the next visit
+    tr.querySelector('[data-field="status"]').innerHTML = `<span class="badge ${s.status}"></span>`;
+    tr.querySelector('[data-field="status"] .badge').textContent = s.status;
+    tr.querySelector('[data-field="cells"]').textContent = `${s.done_cells} / ${s.total_cells}`;
+    const pct = s.total_cells ? (100 * s.done_cells) / s.total_cells : 0;
+    tr.querySelector('[data-field="bar"]').style.width = `${pct}%`;
+  }
   window.arenaSocket("/ws/overview/", {
     status: document.getElementById("live-status"),
     onMessage(message) {
-      if (message.type === "overview.snapshot") message.episodes.slice().reverse().forEach(row);
+      if (message.type === "overview.snapshot") {
+        message.episodes.slice().reverse().forEach(row);
+        message.sweeps.forEach(sweepRow);
+      }
       else if (message.type === "episode.status" && message.episode.sweep == null) row(message.episode);
+      else if (message.type === "sweep.progress") sweepRow(message.sweep);
     },
   });
 })();
