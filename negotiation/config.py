@@ -9,9 +9,12 @@ nested. Validation problems are reported as `ScenarioValidationError` with one
 from __future__ import annotations
 
 import math
+import typing
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 PERSONAS: tuple[str, ...] = ("cooperative", "hardball", "deceptive", "distressed")
@@ -92,65 +95,298 @@ def _default_mix() -> dict[str, float]:
 class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
 
-    name: str = Field(default="custom", min_length=1, max_length=100)
-    description: str = Field(default="", max_length=2000)
-    mode: Literal["arena", "bilateral"] = "arena"
+    name: str = Field(
+        default="custom",
+        min_length=1,
+        max_length=100,
+        description="Unique name; shown on leaderboards.",
+    )
+    description: str = Field(
+        default="",
+        max_length=2000,
+        description="What this scenario is for, in a sentence or two.",
+    )
+    mode: Literal["arena", "bilateral"] = Field(
+        default="arena",
+        description="arena: many suppliers and requirements; bilateral: one supplier, one item.",
+    )
     curriculum_tier: Literal["novice", "apprentice", "practitioner", "expert", "master"] | None = (
-        None
+        Field(default=None, description="The curriculum tier this scenario was made from, if any.")
     )
 
     # --- world size and time -------------------------------------------------------
-    n_suppliers: int = Field(default=8, ge=1, le=60)
-    n_requirements: int = Field(default=4, ge=1, le=40)
-    critical_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
-    weeks: int = Field(default=6, ge=1, le=104)
-    actions_per_week: int = Field(default=6, ge=1, le=100)
-    max_steps: int = Field(default=200, ge=1, le=100_000)
-    persona_mix: dict[str, float] = Field(default_factory=_default_mix)
+    n_suppliers: int = Field(
+        default=8,
+        ge=1,
+        le=60,
+        description="How many suppliers the buyer can negotiate with (arena mode).",
+    )
+    n_requirements: int = Field(
+        default=4,
+        ge=1,
+        le=40,
+        description="How many purchase requirements must be covered (arena mode).",
+    )
+    critical_fraction: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of requirements that are critical: their deadline cannot move and failing them "
+            "costs more."
+        ),
+    )
+    weeks: int = Field(
+        default=6,
+        ge=1,
+        le=104,
+        description="Length of the episode in weeks; deliveries and deadlines run on this clock.",
+    )
+    actions_per_week: int = Field(
+        default=6,
+        ge=1,
+        le=100,
+        description="Buyer actions per week before the week closes on its own.",
+    )
+    max_steps: int = Field(
+        default=200,
+        ge=1,
+        le=100_000,
+        description=(
+            "Hard cap on buyer actions; after it the remaining weeks play out without the buyer."
+        ),
+    )
+    persona_mix: dict[str, float] = Field(
+        default_factory=_default_mix,
+        description=(
+            "Weights of supplier personas (cooperative, hardball, deceptive, distressed) when "
+            "suppliers are generated."
+        ),
+    )
 
     # --- money, deadlines, approvals ----------------------------------------------
     # 0 = generous budget (1.4x the ceiling value of all requirements), 1 = tight (0.8x).
-    budget_tightness: float = Field(default=0.3, ge=0.0, le=1.0)
+    budget_tightness: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "0 = generous budget (1.4x the ceiling value of all requirements), 1 = tight (0.8x)."
+        ),
+    )
     # 0 = relaxed deadlines (late in the horizon), 1 = tight (barely after lead times).
-    deadline_tightness: float = Field(default=0.3, ge=0.0, le=1.0)
-    pr_threshold: float = Field(default=50_000.0, ge=0.0)
-    pr_lead_weeks: int = Field(default=1, ge=0, le=52)
-    pr_guardrail: float = Field(default=1.1, ge=1.0, le=3.0)
-    escalations: int = Field(default=2, ge=0, le=100)
-    escalation_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
-    quote_validity_weeks: int = Field(default=1, ge=0, le=52)
-    max_deferrals: int = Field(default=1, ge=0, le=52)
-    holding_cost_rate: float = Field(default=0.01, ge=0.0, le=0.5)
+    deadline_tightness: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "0 = relaxed deadlines late in the horizon, 1 = tight (barely after lead times)."
+        ),
+    )
+    pr_threshold: float = Field(
+        default=50_000.0,
+        ge=0.0,
+        description=(
+            "Awards above this amount need an approved purchase requisition (raise_pr) first."
+        ),
+    )
+    pr_lead_weeks: int = Field(
+        default=1,
+        ge=0,
+        le=52,
+        description="Weeks a purchase requisition waits for approval (escalate can shorten it).",
+    )
+    pr_guardrail: float = Field(
+        default=1.1,
+        ge=1.0,
+        le=3.0,
+        description="A PR may ask for at most this multiple of ceiling price x quantity needed.",
+    )
+    escalations: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description="How many escalations the buyer may use in an episode.",
+    )
+    escalation_fraction: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "How far an escalation moves a supplier's standing counter toward its hidden floor (0 "
+            "= not at all, 1 = all the way)."
+        ),
+    )
+    quote_validity_weeks: int = Field(
+        default=1,
+        ge=0,
+        le=52,
+        description="Weeks an agreed price or a standing counter stays valid before it lapses.",
+    )
+    max_deferrals: int = Field(
+        default=1,
+        ge=0,
+        le=52,
+        description=(
+            "How many times a non-critical requirement's deadline can be deferred by a week."
+        ),
+    )
+    holding_cost_rate: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=0.5,
+        description=(
+            "Cost of a deferral, as a fraction of the requirement's ceiling value, charged to the "
+            "budget."
+        ),
+    )
 
     # --- adversaries and environment -----------------------------------------------
-    market_volatility: float = Field(default=0.02, ge=0.0, le=0.5)
-    market_seasonality: float = Field(default=0.0, ge=0.0, le=0.5)
-    rival_aggression: float = Field(default=0.0, ge=0.0, le=1.0)
-    disruptions: list[DisruptionSpec] = Field(default_factory=list)
-    disruption_rate: float = Field(default=0.0, ge=0.0, le=1.0)
-    deception_level: float = Field(default=0.5, ge=0.0, le=1.0)
-    tell_noise: float = Field(default=0.12, ge=0.0, le=1.0)
+    market_volatility: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=0.5,
+        description="Weekly random movement of category price indices (0 = flat markets).",
+    )
+    market_seasonality: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.5,
+        description="Amplitude of a seasonal swing in price indices over the horizon.",
+    )
+    rival_aggression: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Chance each week that a rival buyer books supplier capacity (0 = no rival).",
+    )
+    disruptions: list[DisruptionSpec] = Field(
+        default_factory=list,
+        description="Scheduled disruptions (week, kind, target, magnitude, duration).",
+    )
+    disruption_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Chance per week of a random disruption (a supplier down, a price shock, a capacity "
+            "cut)."
+        ),
+    )
+    deception_level: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "How strongly suppliers' tells can mislead: 0 = honest tells, 1 = the most deceptive."
+        ),
+    )
+    tell_noise: float = Field(
+        default=0.12,
+        ge=0.0,
+        le=1.0,
+        description="Random noise on every tell the buyer reads (0 = exact signals).",
+    )
 
     # --- score costs ------------------------------------------------------------------
-    invalid_penalty: float = Field(default=0.01, ge=0.0, le=1.0)
-    malformed_penalty: float = Field(default=0.02, ge=0.0, le=1.0)
-    deferral_cost: float = Field(default=0.01, ge=0.0, le=1.0)
-    escalation_cost: float = Field(default=0.02, ge=0.0, le=1.0)
-    failure_cost: float = Field(default=0.1, ge=0.0, le=1.0)
+    invalid_penalty: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="Score deducted for each invalid action (the engine explains what was wrong).",
+    )
+    malformed_penalty: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=1.0,
+        description="Score deducted for each malformed action (unparseable or missing fields).",
+    )
+    deferral_cost: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="Score deducted for each deferral.",
+    )
+    escalation_cost: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=1.0,
+        description="Score deducted for each escalation.",
+    )
+    failure_cost: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Extra score deducted for each failed requirement (critical ones weigh more).",
+    )
 
     # --- bilateral family ---------------------------------------------------------------
-    bilateral_item: str = Field(default="random", min_length=1, max_length=64)
-    bilateral_persona: str = Field(default="hardball", min_length=1, max_length=32)
-    bilateral_max_rounds: int = Field(default=8, ge=1, le=50)
-    bilateral_budget_factor: float = Field(default=1.1, gt=0.0, le=10.0)
-    bilateral_cost_factor: float = Field(default=0.7, gt=0.0, le=10.0)
-    bilateral_ask_factor: float = Field(default=1.3, gt=0.0, le=10.0)
+    bilateral_item: str = Field(
+        default="random",
+        min_length=1,
+        max_length=64,
+        description="Bilateral mode: the catalogue item negotiated, or 'random' per seed.",
+    )
+    bilateral_persona: str = Field(
+        default="hardball",
+        min_length=1,
+        max_length=32,
+        description=(
+            "Bilateral mode: the one supplier's persona (cooperative, hardball, deceptive, "
+            "distressed)."
+        ),
+    )
+    bilateral_max_rounds: int = Field(
+        default=8,
+        ge=1,
+        le=50,
+        description="Bilateral mode: negotiation rounds before the supplier ends the thread.",
+    )
+    bilateral_budget_factor: float = Field(
+        default=1.1,
+        gt=0.0,
+        le=10.0,
+        description=(
+            "Bilateral mode: the buyer's budget per unit as a multiple of the item's typical price."
+        ),
+    )
+    bilateral_cost_factor: float = Field(
+        default=0.7,
+        gt=0.0,
+        le=10.0,
+        description=(
+            "Bilateral mode: the supplier's cost as a multiple of the typical price (its floor "
+            "sits above it)."
+        ),
+    )
+    bilateral_ask_factor: float = Field(
+        default=1.3,
+        gt=0.0,
+        le=10.0,
+        description=(
+            "Bilateral mode: the supplier's list (opening) price as a multiple of the typical "
+            "price."
+        ),
+    )
 
     # --- catalogue (empty: the shipped catalogue and generated suppliers) ----------------
-    items: list[ItemSpec] = Field(default_factory=list, max_length=1000)
-    supplier_roster: list[SupplierSpec] = Field(default_factory=list, max_length=60)
+    items: list[ItemSpec] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Custom catalogue items for this scenario (empty: the shipped catalogue).",
+    )
+    supplier_roster: list[SupplierSpec] = Field(
+        default_factory=list,
+        max_length=60,
+        description="Fixed suppliers (empty: suppliers are generated from the persona mix).",
+    )
 
-    supplier_llm: SupplierLLMSpec | None = None
+    supplier_llm: SupplierLLMSpec | None = Field(
+        default=None,
+        description=(
+            "Suppliers played by a language model: backend, model and the personas it plays."
+        ),
+    )
 
     @model_validator(mode="after")
     def _cross_field(self) -> ScenarioConfig:
@@ -265,3 +501,49 @@ def validate_config(data: Any) -> ScenarioConfig:
         return ScenarioConfig.model_validate(data)
     except ValidationError as exc:
         raise ScenarioValidationError(errors_from_pydantic(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterDoc:
+    """One scenario parameter as a person reads it: what it means and what it may be."""
+
+    name: str
+    description: str
+    default: Any
+    allowed: str  # "0 to 1", "one of arena, bilateral", "a list", ...
+
+
+def allowed_values(info: FieldInfo) -> str:
+    annotation = info.annotation
+    options = [annotation, *typing.get_args(annotation)]
+    literal = next((a for a in options if typing.get_origin(a) is typing.Literal), None)
+    if literal is not None:
+        return "one of " + ", ".join(str(v) for v in typing.get_args(literal))
+    bounds = {
+        attr: getattr(meta, attr)
+        for meta in info.metadata
+        for attr in ("ge", "gt", "le")
+        if getattr(meta, attr, None) is not None
+    }
+    low = f"{bounds['ge']}" if "ge" in bounds else None
+    if "gt" in bounds:
+        low = f"more than {bounds['gt']}"
+    if low and "le" in bounds:
+        return f"{low} to {bounds['le']}" if "ge" in bounds else f"{low}, at most {bounds['le']}"
+    if low:
+        return f"at least {low}" if "ge" in bounds else low
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "a mapping"
+    return "text" if annotation is str else "see the description"
+
+
+def parameter_docs() -> list[ParameterDoc]:
+    """Every ScenarioConfig parameter with its meaning, default and allowed range."""
+    docs = []
+    for name, info in ScenarioConfig.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        docs.append(ParameterDoc(name, info.description or "", default, allowed_values(info)))
+    return docs

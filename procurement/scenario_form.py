@@ -14,6 +14,7 @@ from django import forms
 from pydantic.fields import FieldInfo
 
 from negotiation import ScenarioConfig
+from negotiation.config import allowed_values
 from procurement.limits import JSONInputField
 
 # The model's own fields, and the catalogue lists, which come from the selected
@@ -39,7 +40,8 @@ def formfield_for(name: str, info: FieldInfo) -> forms.Field:
         optional = len(args) < len(typing.get_args(annotation))
         annotation = args[0] if len(args) == 1 else annotation
     label = name.replace("_", " ").capitalize()
-    common = {"label": label, "help_text": info.description or "", "required": False}
+    help_text = f"{info.description or ''} Allowed: {allowed_values(info)}.".strip()
+    common = {"label": label, "help_text": help_text, "required": False}
     if typing.get_origin(annotation) is typing.Literal:
         choices = [(v, v) for v in typing.get_args(annotation)]
         if optional:

@@ -9,6 +9,8 @@ urlpatterns = [
     path("episodes/new/", pages.episode_new, name="episode-start"),
     path("episodes/<int:episode_id>/", pages.episode_detail, name="episode-page"),
     path("sweeps/new/", pages.sweep_new, name="sweep-start"),
+    path("scenarios/", pages.scenario_list, name="scenario-list-page"),
+    path("scenarios/<int:scenario_id>/", pages.scenario_detail, name="scenario-page"),
     path("sweeps/<int:sweep_id>/", pages.sweep_detail, name="sweep-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),

@@ -8,8 +8,9 @@ from functools import wraps
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from negotiation.config import parameter_docs
 from procurement.forms import StartEpisodeForm, StartSweepForm
-from procurement.models import Episode, Sweep
+from procurement.models import Episode, Scenario, Sweep
 from procurement.roles import CAPABILITIES, Role, has_role, may_cancel_episode, user_role
 from procurement.selectors.aggregates import episode_leaderboard
 from procurement.selectors.catalog import llm_names
@@ -53,7 +54,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @role_required("analyst")
 def episode_new(request: HttpRequest) -> HttpResponse:
-    form = StartEpisodeForm(request.POST or None)
+    initial = {"scenario": request.GET.get("scenario", "")[:100]}
+    form = StartEpisodeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             episode = start_episode(
@@ -121,3 +123,22 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
         "can_cancel": has_role(request.user, "ops"),
     }
     return render(request, "procurement/sweep_detail.html", context)
+
+
+@role_required("analyst")
+def scenario_list(request: HttpRequest) -> HttpResponse:
+    scenarios = Scenario.objects.order_by("-is_preset", "name")
+    return render(request, "procurement/scenario_list.html", {"scenarios": scenarios})
+
+
+@role_required("analyst")
+def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
+    scenario = get_object_or_404(Scenario, pk=scenario_id)
+    config = scenario.engine_config()
+    rows = [
+        {"doc": doc, "value": config.get(doc.name), "changed": config.get(doc.name) != doc.default}
+        for doc in parameter_docs()
+        if doc.name not in ("name", "description")
+    ]
+    context = {"scenario": scenario, "rows": rows, "is_admin": has_role(request.user, "admin")}
+    return render(request, "procurement/scenario_detail.html", context)

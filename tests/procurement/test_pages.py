@@ -228,3 +228,28 @@ def test_sweep_downloads_and_scores(api_client_for, preset, expert) -> None:
             "scores": [round(c["score"], 4) for c in cells],
         }
     ]
+
+
+def test_every_scenario_page_explains_every_parameter(client, user_with_role, seeded) -> None:
+    from negotiation.config import parameter_docs
+
+    analyst = _client(client, user_with_role, "analyst")
+    listing = analyst.get("/scenarios/").content.decode()
+    docs = [d for d in parameter_docs() if d.name not in ("name", "description")]
+    assert all(d.description for d in docs)
+    for scenario in Scenario.objects.all():
+        assert f'href="/scenarios/{scenario.pk}/"' in listing
+        page = analyst.get(f"/scenarios/{scenario.pk}/").content.decode()
+        for doc in docs:
+            assert f"<code>{doc.name}</code>" in page
+        assert "0.0 to 1.0" in page and "Edit in the admin" not in page
+
+
+def test_the_admin_scenario_form_carries_the_same_help(admin_client) -> None:
+    scenario = Scenario.objects.get(name="medium_adversarial")
+    page = admin_client.get("/admin/procurement/scenario/add/")
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "Share of requirements that are critical" in text and "Allowed: 0.0 to 1.0." in text
+    detail = admin_client.get(f"/scenarios/{scenario.pk}/").content.decode()
+    assert f"/admin/procurement/scenario/{scenario.pk}/change/" in detail

@@ -108,7 +108,8 @@ def test_pages_fit_a_390_px_phone(browser, site) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     login(page, site, "analyst")
-    for path, name in (("/", "overview"), ("/episodes/new/", "episode-start")):
+    pages = (("/", "overview"), ("/episodes/new/", "episode-new"), ("/scenarios/1/", "scenario"))
+    for path, name in pages:
         page.goto(site.url + path)
         assert not has_horizontal_scroll(page), path
         screenshot(page, f"{name}-390")
