@@ -113,8 +113,10 @@ def test_pages_fit_a_390_px_phone(browser, site) -> None:
         page.goto(site.url + path)
         assert not has_horizontal_scroll(page), path
         screenshot(page, f"{name}-390")
-    page.goto(site.url + "/")
-    page.locator("#episodes tbody tr a").first.click()
+    page.goto(site.url + "/episodes/new/")
+    page.select_option("select[name=scenario]", "easy_negotiation")
+    page.check("input[name=pace][value=fast]")
+    page.click("button[type=submit]")
     page.wait_for_selector("#timeline tbody tr")
     page.wait_for_selector("#chart .main-svg")
     page.wait_for_selector("#requirements tbody tr")
