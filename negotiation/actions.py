@@ -44,7 +44,9 @@ FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"requirement_id", "supplier_id", "hedge_supplier_id", "split"}),
         frozenset(),
     ),
-    "escalate": (frozenset({"requirement_id"}), frozenset({"supplier_id"})),
+    # "approval" is set by the service running the episode when the scenario asks a person
+    # to approve escalations (see _approval); buyers have no reason to send it.
+    "escalate": (frozenset({"requirement_id"}), frozenset({"supplier_id", "approval"})),
 }
 _COMMON = frozenset({"action_type", "rationale"})
 ALLOWED = {k: req | opt | _COMMON for k, (req, opt) in FIELDS.items()}
@@ -539,12 +541,37 @@ def _reject(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
     return None, False
 
 
+APPROVAL_DECISIONS = ("approved", "refused", "timed_out")
+
+
+def _refused_by(approval: object) -> str | None:
+    """Who refused, when an escalation carries a refusal; None to go ahead (approved, or
+    timed out: the scenario's rule, management, answers)."""
+    if approval is None:
+        return None
+    if (
+        not isinstance(approval, dict)
+        or approval.get("decision") not in APPROVAL_DECISIONS
+        or not isinstance(approval.get("by", ""), str)
+    ):
+        raise ActionError(
+            "wrong_type",
+            'Field \'approval\' must be {"decision": approved|refused|timed_out, "by": name}.',
+            True,
+        )
+    return (approval.get("by") or "The approver") if approval["decision"] == "refused" else None
+
+
 def _escalate(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
     rid = _str(a, "requirement_id")
     sid = _str(a, "supplier_id", required=False)
     r = _open_requirement(env, rid)
     if env.escalations_left <= 0:
         raise ActionError("no_escalations_left", "No escalations left in this episode.")
+    approver = _refused_by(a.get("approval"))
+    if approver is not None:  # a person said no: nothing happens, nothing is spent
+        env.emit("escalation_refused", f"{approver} refused the escalation on {rid}.")
+        return None, False
     pending = [p for p in env.prs if p.requirement_id == rid and p.status == "pending"]
     if pending and sid is None:
         pr = pending[0]

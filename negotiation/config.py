@@ -217,6 +217,19 @@ class ScenarioConfig(BaseModel):
             "= not at all, 1 = all the way)."
         ),
     )
+    escalation_approver: Literal["rule", "human"] = Field(
+        default="rule",
+        description=(
+            "rule: management answers every escalation at once. human: in live single "
+            "episodes a person approves or refuses each escalation on the episode page."
+        ),
+    )
+    approval_timeout_s: int = Field(
+        default=120,
+        ge=10,
+        le=86_400,
+        description="Seconds a human approver has; after that the rule answers.",
+    )
     quote_validity_weeks: int = Field(
         default=1,
         ge=0,

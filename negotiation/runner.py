@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import ScenarioConfig
-from .env import ProcurementEnv
+from .env import ProcurementEnv, StepResult
 from .llm.backend import LLMBackend
 from .policies import Policy, get_policy
 from .policies.base import POLICY_DECISION, DecisionMeta
@@ -99,51 +99,20 @@ def run_episode(
     steps: list[StepRecord] = []
     prefix = list(actions_prefix or [])
     recording = record_steps or on_step is not None
-    counters = env.counters
-    guard0 = parse0 = fallback0 = 0  # counters before the step, for the step's record
     i = 0
     while not env.done:
         replayed = i < len(prefix)
         action = prefix[i] if replayed else pol.act(obs)
         i += 1
-        week = env.week
-        if recording:
-            guard0 = counters["guard_interventions"]
-            parse0 = counters["supplier_llm_parse_failures"]
-            fallback0 = counters["supplier_llm_fallbacks"]
-        res = env.step(action)
-        info = res.info
         if recording:
             decision = (None if replayed else pol.last_decision) or POLICY_DECISION
-            if counters["supplier_llm_fallbacks"] > fallback0:  # flag the step too
-                parsed = counters["supplier_llm_parse_failures"] == parse0
-                decision = replace(
-                    decision,
-                    llm_fallback=True,
-                    llm_parse_failure=decision.llm_parse_failure or not parsed,
-                )
-            sup_actor = env.step_supplier_actor
-            if sup_actor is None and info["response"] is not None:
-                sup_actor = "rule"
-            rec = StepRecord(
-                info["step"],
-                week,
-                _json_action(action),
-                info["valid"],
-                info["error"],
-                info["response"],
-                res.reward,
-                info["running_score"],
-                info["events"],
-                info["state"],
-                decision,
-                int(counters["guard_interventions"] - guard0),
-                sup_actor,
-            )
+            res, rec = record_step(env, action, decision)
             if record_steps:
                 steps.append(rec)
             if on_step is not None:
                 on_step(rec)
+        else:
+            res = env.step(action)
         obs = res.observation
     sc = env.score()
     return EpisodeResult(
@@ -156,7 +125,47 @@ def run_episode(
     )
 
 
-def episode_metrics(metrics: dict[str, float | int], pol: Policy) -> dict[str, float | int]:
+def record_step(
+    env: ProcurementEnv, action: Any, decision: DecisionMeta = POLICY_DECISION
+) -> tuple[StepResult, StepRecord]:
+    """Take one step and describe it for the record: the engine's outcome, who decided,
+    the step's guard repairs and LLM supplier failures, and who answered."""
+    counters = env.counters
+    guard0 = counters["guard_interventions"]
+    parse0 = counters["supplier_llm_parse_failures"]
+    fallback0 = counters["supplier_llm_fallbacks"]
+    week = env.week
+    res = env.step(action)
+    info = res.info
+    if counters["supplier_llm_fallbacks"] > fallback0:  # flag the step too
+        parsed = counters["supplier_llm_parse_failures"] == parse0
+        decision = replace(
+            decision,
+            llm_fallback=True,
+            llm_parse_failure=decision.llm_parse_failure or not parsed,
+        )
+    sup_actor = env.step_supplier_actor
+    if sup_actor is None and info["response"] is not None:
+        sup_actor = "rule"
+    record = StepRecord(
+        info["step"],
+        week,
+        _json_action(action),
+        info["valid"],
+        info["error"],
+        info["response"],
+        res.reward,
+        info["running_score"],
+        info["events"],
+        info["state"],
+        decision,
+        int(counters["guard_interventions"] - guard0),
+        sup_actor,
+    )
+    return res, record
+
+
+def episode_metrics(metrics: dict[str, float | int], pol: Policy | None) -> dict[str, float | int]:
     """The engine's metrics plus the buyer's LLM counts: ``llm_parse_failures`` and
     ``llm_fallbacks`` cover buyer and suppliers, with the split kept alongside."""
     out = dict(metrics)

@@ -16,6 +16,7 @@ from procurement.limits import InputError, decode_json
 from procurement.models import Episode, Sweep
 from procurement.roles import has_role
 from procurement.services import live
+from procurement.services.approvals import approval_payload, pending_approvals
 
 SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
 
@@ -90,6 +91,9 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
     async def sweep_progress(self, event: dict) -> None:
         await self.send_json(event)
 
+    async def episode_approval(self, event: dict) -> None:
+        await self.send_json(event)
+
 
 class EpisodeConsumer(LiveStreamConsumer):
     def snapshot(self) -> dict[str, Any] | None:
@@ -102,6 +106,7 @@ class EpisodeConsumer(LiveStreamConsumer):
             "type": "episode.snapshot",
             "episode": live.episode_payload(episode),
             "decisions": [live.decision_payload(d) for d in reversed(latest)],
+            "approvals": [approval_payload(a) for a in pending_approvals(episode)],
         }
 
     async def resume(self, message: dict) -> None:
@@ -136,6 +141,7 @@ class OverviewConsumer(LiveStreamConsumer):
             "type": "overview.snapshot",
             "episodes": [live.episode_payload(e) for e in recent],
             "sweeps": [live.sweep_payload(s) for s in running],
+            "approvals": [approval_payload(a) for a in pending_approvals()],
         }
 
 

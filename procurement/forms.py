@@ -54,7 +54,7 @@ class StartSweepForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
     policies = forms.ModelMultipleChoiceField(
-        queryset=PolicyConfig.objects.order_by("name"),
+        queryset=PolicyConfig.objects.exclude(policy="human").order_by("name"),
         to_field_name="name",
         widget=forms.CheckboxSelectMultiple,
         label="Buyer policies",
@@ -79,7 +79,5 @@ class StartSweepForm(forms.Form):
                 seed_start=data["seed_start"],
             )
         except ValidationError as exc:
-            for field, messages in exc.message_dict.items():
-                for message in messages:
-                    self.add_error(field, message)
+            self.add_error(None, exc)  # a dict of field -> messages lands on each field
         return data

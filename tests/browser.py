@@ -35,6 +35,10 @@ from django.core.management import call_command
 from procurement.services.accounts import create_user
 call_command("migrate", verbosity=0)
 call_command("seed_presets", verbosity=0)
+from negotiation import load_scenario
+from procurement.services.scenarios import create_scenario
+config = load_scenario("easy_negotiation").model_dump()
+create_scenario(name="approvals_demo", config={{**config, "escalation_approver": "human"}})
 for name, role in {USERS!r}.items():
     if role:
         create_user(username=name, role=role, password="{PASSWORD}")

@@ -15,7 +15,7 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from procurement.services import recovery
+from procurement.services import approvals, human_seat, recovery
 from workers.dispatch import enqueue
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,11 @@ def reconcile(*, stall_s: float | None = None) -> recovery.Recovery:
         if recovery.claim_stalled_episode(pk, **grace):
             enqueue(run_episode_task, pk, queue=queue)
             done.episodes_resumed.append(pk)
+    done.approvals_timed_out = approvals.expire_approvals()
+    for episode in human_seat.idle_seats():
+        if human_seat.hand_over(episode):
+            enqueue(run_episode_task, episode.pk, queue=episode.queue)
+            done.seats_handed_over.append(episode.pk)
     resume, closed = recovery.recover_sweeps(live=live, **grace)
     for pk in resume:
         enqueue(run_sweep_task, pk)

@@ -7,6 +7,7 @@ from typing import Any
 from ..llm.buyer import LLMBuyerPolicy
 from .base import DecisionMeta, Policy
 from .expert import ExpertPolicy
+from .human import HumanPolicy, HumanSeatError
 from .params import PolicyParams, PolicyParamsError, validate_params
 from .random import RandomPolicy
 from .simple import AlwaysAcceptPolicy, DoNothingPolicy, GreedyLowballPolicy
@@ -18,6 +19,7 @@ _REGISTRY: dict[str, type[Policy]] = {
     "greedy_lowball": GreedyLowballPolicy,
     "do_nothing": DoNothingPolicy,
     "llm": LLMBuyerPolicy,
+    "human": HumanPolicy,
 }
 
 
@@ -56,6 +58,7 @@ def get_policy(name: str, seed: int = 0, **params: Any) -> Policy:
 
 __all__ = [
     "DecisionMeta",
+    "HumanSeatError",
     "Policy",
     "PolicyParams",
     "PolicyParamsError",

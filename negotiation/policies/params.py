@@ -84,7 +84,7 @@ class LLMParams(PolicyParams):
     def _rule_policy(cls, v: str) -> str:
         from . import list_policies  # the registry is complete once anyone validates
 
-        rules = [p for p in list_policies() if p != "llm"]
+        rules = [p for p in list_policies() if p not in ("llm", "human")]
         if v not in rules:
             raise ValueError(f"Must be a rule policy: one of {', '.join(rules)}.")
         return v
@@ -102,3 +102,16 @@ def validate_params(policy: str, model: type[PolicyParams], params: Any) -> dict
             for e in errors_from_pydantic(exc)
         ]
         raise PolicyParamsError(policy, errors) from None
+
+
+class HumanParams(PolicyParams):
+    fallback: Literal["expert", "random", "always_accept", "greedy_lowball", "do_nothing"] = Field(
+        default="expert",
+        description="The rule policy that takes the seat when the human stays idle too long.",
+    )
+    idle_seconds: int = Field(
+        default=600,
+        ge=10,
+        le=86_400,
+        description="Seconds without a move before the fallback policy takes over.",
+    )

@@ -177,6 +177,19 @@ class EpisodeCreateSerializer(serializers.Serializer):
     )
 
 
+class HumanMoveSerializer(serializers.Serializer):
+    action = serializers.JSONField(
+        help_text='One buyer action, e.g. {"action_type": "negotiate", "supplier_id": "S01", '
+        '"requirement_id": "R01", "price": 12.5}.'
+    )
+
+
+class RefusedMoveSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+
+
 class DecisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Decision

@@ -27,6 +27,7 @@ from procurement.selectors.episodes import (
     episode_list,
     public_state_at,
 )
+from procurement.services import approvals, human_seat
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
@@ -214,6 +215,66 @@ class EpisodeViewSet(
             return Response({"step": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         except StateUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+    @extend_schema(
+        request=s.HumanMoveSerializer,
+        responses={
+            201: s.DecisionSerializer,
+            400: s.RefusedMoveSerializer,
+            403: OpenApiResponse(description="Not your seat."),
+            409: OpenApiResponse(description="The episode takes no more moves."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def act(self, request, pk=None):
+        """Play the buyer's next move in a human-seat episode (the seat holder only). An
+        action the engine refuses comes back with its code and field; nothing is stored."""
+        episode = self.get_object()
+        params = s.HumanMoveSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        try:
+            decision = human_seat.play_move(
+                episode.pk, request.user, params.validated_data["action"]
+            )
+        except human_seat.RefusedMove as refused:
+            return Response(refused.as_dict(), status=status.HTTP_400_BAD_REQUEST)
+        except human_seat.SeatError as exc:
+            return Response({"detail": str(exc)}, status=exc.status)
+        return Response(decision, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: OpenApiResponse(description="The answered approval."),
+            403: OpenApiResponse(description="Not an approver of this episode."),
+            409: OpenApiResponse(description="Nothing is waiting for an answer."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        """Approve the escalation this episode waits on (ops, admins, or its starter)."""
+        return self._answer(request, approve=True)
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(), 409: OpenApiResponse()})
+    @action(detail=True, methods=["post"])
+    def refuse(self, request, pk=None):
+        """Refuse the escalation this episode waits on: it has no effect and costs nothing."""
+        return self._answer(request, approve=False)
+
+    def _answer(self, request, *, approve: bool) -> Response:
+        episode = self.get_object()
+        if not may_cancel_episode(request.user, episode):  # the same people steer a run
+            return Response(
+                {"detail": "Ops, admins or the analyst who started it answer its approvals."},
+                status=status.HTTP_403_FORBIDDEN,
+            )
+        answered = approvals.answer(episode, request.user, approve=approve)
+        if answered is None:
+            return Response(
+                {"detail": "No escalation of this episode is waiting for an answer."},
+                status=status.HTTP_409_CONFLICT,
+            )
+        return Response(approvals.approval_payload(answered))
 
     @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])

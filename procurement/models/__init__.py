@@ -1,5 +1,6 @@
 """The domain models: scenarios and their catalogue, policies, episodes, decisions, sweeps."""
 
+from procurement.models.approval import ApprovalRequest, ApprovalStatus
 from procurement.models.catalogue import RequirementTemplate, SupplierProfile
 from procurement.models.episode import Decision, Episode, EpisodeStatus
 from procurement.models.policy import PolicyConfig
@@ -7,6 +8,8 @@ from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
 
 __all__ = [
+    "ApprovalRequest",
+    "ApprovalStatus",
     "Decision",
     "Episode",
     "EpisodeStatus",

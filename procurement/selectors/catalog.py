@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import typing
+from typing import Any
+
+from negotiation.llm.actions_schema import ACTION_MODELS
 from procurement.models import PolicyConfig, Scenario
 from procurement.models.policy import snapshot_uses_llm
 
@@ -19,3 +23,29 @@ def llm_names() -> dict[str, list[str]]:
             p.name for p in PolicyConfig.objects.order_by("name") if snapshot_uses_llm(p.snapshot())
         ],
     }
+
+
+def action_form_spec() -> list[dict[str, Any]]:
+    """The seven buyer actions as form fields (from the action schema the LLM buyer uses):
+    [{"action_type", "fields": [{"name", "kind", "required"}]}]. ``kind`` is supplier,
+    requirement, number, integer or text, so the page can offer the right input."""
+    spec = []
+    for model in ACTION_MODELS:
+        fields = []
+        for name, info in model.model_fields.items():
+            if name == "action_type":
+                continue
+            if name.endswith("supplier_id"):
+                kind = "supplier"
+            elif name == "requirement_id":
+                kind = "requirement"
+            elif name in ("message", "rationale"):
+                kind = "text"
+            elif name == "quantity":
+                kind = "integer"
+            else:
+                kind = "number"
+            fields.append({"name": name, "kind": kind, "required": info.is_required()})
+        action_type = typing.get_args(model.model_fields["action_type"].annotation)[0]
+        spec.append({"action_type": action_type, "fields": fields})
+    return spec

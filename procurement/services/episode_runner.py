@@ -6,6 +6,7 @@ stored actions through a fresh engine (deterministic) and continues from there.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from negotiation import StepRecord, get_policy, run_episode
 from negotiation.llm import LLMBackend
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus
-from procurement.services import live
+from procurement.services import approvals, live
 from procurement.services.episodes import (
     AttemptSuperseded,
     append_decisions,
@@ -123,9 +124,12 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
             # An LLM episode waits on the model most of the time: it gives its database
             # connection back after each batch instead of holding it for minutes.
             writer.release_connection = backend is not None
+            policy = build_policy(episode.policy_snapshot, episode.seed, backend=backend)
+            if approvals.requires_approval(episode):
+                policy = approvals.ApprovalGate(policy, episode)
             result = run_episode(
                 episode.scenario_snapshot,
-                build_policy(episode.policy_snapshot, episode.seed, backend=backend),
+                policy,
                 episode.seed,
                 on_step=writer,
                 record_steps=False,
@@ -134,6 +138,11 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
             )
         if writer.buffer:
             writer.flush()
+    except approvals.AwaitingApproval:
+        # A person answers the escalation; the answer (or the timeout) sends the run on.
+        with contextlib.suppress(AttemptSuperseded):
+            writer.flush()  # the steps before it, for the page and the replay
+        return episode
     except AttemptSuperseded:
         episode.refresh_from_db()
         if live_updates and episode.status == EpisodeStatus.CANCELLED:

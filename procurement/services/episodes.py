@@ -33,7 +33,10 @@ class Pinned:
 
 
 def queue_for(scenario_config: dict[str, Any], policy_snapshot: dict[str, Any]) -> str:
-    """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu."""
+    """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu. A human
+    seat is on no worker's queue: it is played move by move (services.human_seat)."""
+    if policy_snapshot.get("policy") == "human":
+        return "human"
     return "gpu" if uses_llm(scenario_config, policy_snapshot) else "cpu"
 
 
@@ -98,6 +101,13 @@ def start_episode(
         seed = next_free_seed(scenario, policy)
     episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
     episode.step_delay = step_delay
+    if episode.queue == "human":
+        from procurement.services import human_seat
+
+        human_seat.check_seat_allowed(episode.scenario_snapshot)
+        episode.save()
+        human_seat.open_seat(episode)  # no task: the analyst plays it move by move
+        return episode
     check_llm_episode_quota(
         user=user,
         scenario_config=episode.scenario_snapshot,
@@ -203,7 +213,12 @@ def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
 
 def cancel_episode(episode: Episode) -> bool:
     """Cancel a queued or running episode; the runner stops at its next batch."""
-    return cancel_run(episode)
+    from procurement.services.approvals import withdraw
+
+    cancelled = cancel_run(episode)
+    if cancelled:
+        withdraw(episode)
+    return cancelled
 
 
 @dataclass(frozen=True)

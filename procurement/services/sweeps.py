@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -88,6 +89,8 @@ def create_sweep(
     validate_sweep_grid(
         scenarios=len(scenarios), policies=len(policies), seeds=seeds, seed_start=seed_start
     )
+    if any(p.policy == "human" for p in policies):
+        raise ValidationError({"policies": ["A human seat plays single episodes, not sweeps."]})
     check_llm_sweep_quota(
         user=user,
         llm_pairs=(uses_llm(s.engine_config(), p.snapshot()) for s in scenarios for p in policies),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -13,12 +14,21 @@ from procurement.forms import StartEpisodeForm, StartSweepForm
 from procurement.models import Episode, Scenario, Sweep
 from procurement.roles import CAPABILITIES, Role, has_role, may_cancel_episode, user_role
 from procurement.selectors.aggregates import episode_leaderboard
-from procurement.selectors.catalog import llm_names
+from procurement.selectors.catalog import action_form_spec, llm_names
 from procurement.selectors.episodes import episode_list
 from procurement.services import live
+from procurement.services.approvals import approval_payload, pending_approvals
 from procurement.services.episodes import start_episode
+from procurement.services.human_seat import is_human
 from procurement.services.quotas import QuotaExceeded
 from procurement.services.sweeps import create_sweep
+
+
+def add_service_errors(form, exc: ValidationError) -> None:
+    """A service's field errors onto the form's fields (or the form, for other keys)."""
+    for field, messages in exc.message_dict.items():
+        for message in messages:
+            form.add_error(field if field in form.fields else None, message)
 
 
 def role_required(minimum: Role) -> Callable:
@@ -47,6 +57,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "can_sweep": has_role(request.user, "ops"),
         "recent": episodes.filter(sweep__isnull=True)[:20],
         "sweeps": Sweep.objects.order_by("-created_at")[:10],
+        "approvals": [approval_payload(a) for a in pending_approvals()],
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
@@ -67,6 +78,8 @@ def episode_new(request: HttpRequest) -> HttpResponse:
             )
         except QuotaExceeded as exc:
             form.add_error(None, str(exc))
+        except ValidationError as exc:
+            add_service_errors(form, exc)
         else:
             return redirect("episode-page", episode_id=episode.pk)
     status = 400 if form.errors else 200
@@ -86,6 +99,8 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
             "error": episode.error,
         },
         "can_cancel": may_cancel_episode(request.user, episode),
+        "seat": is_human(episode.policy_snapshot) and episode.created_by_id == request.user.pk,
+        "actions": action_form_spec(),
     }
     return render(request, "procurement/episode_detail.html", context)
 
@@ -106,6 +121,8 @@ def sweep_new(request: HttpRequest) -> HttpResponse:
             )
         except QuotaExceeded as exc:
             form.add_error(None, str(exc))
+        except ValidationError as exc:
+            add_service_errors(form, exc)
         else:
             return redirect("sweep-page", sweep_id=sweep.pk)
     context = {"form": form, "llm_names": llm_names()}

@@ -55,14 +55,26 @@ def _rows(page) -> int:
     return page.locator("#timeline tbody tr").count()
 
 
+def start_from_form(
+    page, site, scenario: str, policy: str = "expert", pace: str = "fast", seed: str = ""
+) -> str:
+    """Fill the start form, submit it, and land on the episode's page; returns its URL."""
+    page.goto(f"{site.url}/episodes/new/")
+    page.select_option("select[name=scenario]", scenario)
+    page.select_option("select[name=policy]", policy)
+    if seed:
+        page.fill("input[name=seed]", seed)
+    page.check(f"input[name=pace][value={pace}]")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    return page.url
+
+
 def test_an_analyst_starts_a_live_episode_and_watches_each_decision_arrive(page, site) -> None:
     login(page, site, "analyst")
     page.click("text=Start an episode")
-    page.select_option("select[name=scenario]", "easy_negotiation")
-    page.select_option("select[name=policy]", "expert")
-    page.check("input[name=pace][value=live]")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    page.wait_for_url(f"{site.url}/episodes/new/")
+    start_from_form(page, site, "easy_negotiation", pace="live")
     assert page.locator("#live-status").text_content() is not None
 
     # Live: rows come one at a time over the socket, without a reload.
@@ -113,10 +125,7 @@ def test_pages_fit_a_390_px_phone(browser, site) -> None:
         page.goto(site.url + path)
         assert not has_horizontal_scroll(page), path
         screenshot(page, f"{name}-390")
-    page.goto(site.url + "/episodes/new/")
-    page.select_option("select[name=scenario]", "easy_negotiation")
-    page.check("input[name=pace][value=fast]")
-    page.click("button[type=submit]")
+    start_from_form(page, site, "easy_negotiation")
     page.wait_for_selector("#timeline tbody tr")
     page.wait_for_selector("#chart .main-svg")
     page.wait_for_selector("#requirements tbody tr")
@@ -168,12 +177,7 @@ def test_ops_start_a_sweep_and_watch_it_finish_with_a_leaderboard_and_a_chart(
 
 def test_an_analyst_cancels_their_live_episode_from_its_page(page, site) -> None:
     login(page, site, "analyst")
-    page.goto(f"{site.url}/episodes/new/")
-    page.select_option("select[name=scenario]", "hard_arena")
-    page.select_option("select[name=policy]", "expert")
-    page.check("input[name=pace][value=live]")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    start_from_form(page, site, "hard_arena", pace="live")
     page.wait_for_selector("#timeline tbody tr")
     page.click("#cancel")
     page.wait_for_function("document.getElementById('status').textContent === 'cancelled'")
@@ -181,3 +185,47 @@ def test_an_analyst_cancels_their_live_episode_from_its_page(page, site) -> None
     stopped_at = _rows(page)
     time.sleep(1.5)  # a cancelled episode stores nothing more
     assert _rows(page) == stopped_at
+
+
+def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
+    login(page, site, "analyst")
+    start_from_form(page, site, "bilateral_hardball", "human")
+    page.wait_for_selector("#seat-supplier_id option[value=S01]", state="attached")
+    page.select_option("#seat-action", "negotiate")
+
+    def offer(price: str) -> None:
+        page.fill("#seat-price", price)
+        page.click("#seat-submit")
+
+    offer("21")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 1")
+    offer("-5")  # refused by the engine: shown on the field, nothing stored
+    error = page.locator('.field-error[data-field="price"]')
+    error.wait_for()
+    page.wait_for_function(
+        "document.querySelector('.field-error[data-field=\"price\"]').textContent !== ''"
+    )
+    assert "out_of_range" in error.text_content()
+    assert _rows(page) == 1
+    offer("22")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 2")
+    assert error.text_content() == ""
+    assert "counter" in page.locator("#timeline tbody tr").nth(1).text_content()
+    screenshot(page, "human-seat-1366")
+
+
+def test_an_escalation_waits_for_approval_on_the_page_and_the_overview(page, site) -> None:
+    login(page, site, "analyst")
+    episode_url = start_from_form(page, site, "approvals_demo", seed="1")
+    page.wait_for_selector("#approval:not([hidden])")
+    assert "escalate" in page.locator("#approval-text").text_content()
+    screenshot(page, "approval-1366")
+    page.click("text=Overview")
+    page.wait_for_selector("#approvals-card:not([hidden]) li")
+    page.goto(episode_url)
+    page.wait_for_selector("#approval:not([hidden])")
+    page.click("#approve")
+    page.wait_for_selector("#approval", state="hidden")
+    page.wait_for_function("document.getElementById('status').textContent === 'finished'")
+    escalation = page.locator("#timeline tbody tr", has_text="escalate").first
+    assert "approved by analyst" in escalation.text_content()

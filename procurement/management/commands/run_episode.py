@@ -9,7 +9,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--scenario", default="medium_adversarial", help="preset or stored")
-        parser.add_argument("--policy", default="expert", choices=list_policies())
+        # The human seat is played in the browser or through the API, not in a terminal.
+        choices = [p for p in list_policies() if p != "human"]
+        parser.add_argument("--policy", default="expert", choices=choices)
         parser.add_argument("--seed", type=arguments.seed, default=0, help="0 to 2**62")
         parser.add_argument(
             "--save", action="store_true", help="also store it as an Episode with decisions"

@@ -28,6 +28,7 @@
       response = `${d.response.response}${d.response.price != null ? " at " + f.money(d.response.price) : ""}`;
       message = d.response.message || message;
     } else if (d.events && d.events.length) response = d.events[0].text;
+    if (a.approval) response = `${a.approval.decision.replace("_", " ")} by ${a.approval.by}` + (response ? `; ${response}` : "");
     return { type: a.action_type || "?", who, offer, response, message };
   }
 
@@ -137,6 +138,7 @@
   }
 
   function renderBoards(state) {
+    document.dispatchEvent(new CustomEvent("arena:state", { detail: state }));
     showBudget(state.budget.committed, state.budget.remaining);
     fill("requirements", state.requirements.map((r) => [[r.id], [r.name], [r.quantity, "num"], [r.quantity_needed, "num"], [r.deadline_week, "num"], [r.critical ? "yes" : ""], [r.status]]));
     fill("suppliers", state.suppliers.map((s) => [[`${s.id} ${s.name}`], [s.categories.join(", ")], [s.lead_time_weeks, "num"], [s.rated_reliability, "num"], [s.active && !s.rejected_by_buyer ? "yes" : "no"]]));
@@ -151,8 +153,8 @@
     Object.assign(episode, e);
     $("status").textContent = e.status;
     $("status").className = `badge ${e.status}`;
-    const cancel = $("cancel");
-    if (cancel && ["finished", "failed", "cancelled"].includes(e.status)) cancel.hidden = true;
+    const terminal = ["finished", "failed", "cancelled"].includes(e.status);
+    for (const id of ["cancel", "seat", "approval"]) if ($(id) && terminal) $(id).hidden = true;
     if (e.status === "finished" || e.status === "failed") loadMetrics();
   }
 
@@ -199,6 +201,27 @@
     if (ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
   });
 
+  function showApproval(a) {
+    const card = $("approval");
+    if (a.status !== "pending") {
+      card.hidden = true;
+      return;
+    }
+    card.hidden = false;
+    const target = [a.supplier_id, a.requirement_id].filter(Boolean).join(" on ");
+    const until = new Date(a.deadline).toLocaleTimeString();
+    $("approval-text").textContent = `The buyer asks to escalate ${target} (step ${a.step}). ` +
+      `Without an answer by ${until}, the scenario's rule decides.` + (a.rationale ? ` Why: ${a.rationale}` : "");
+  }
+  for (const [id, verb] of [["approve", "approve"], ["refuse", "refuse"]]) {
+    if (!$(id)) continue;
+    $(id).addEventListener("click", async () => {
+      const [ok, body] = await window.arenaPost(`/api/episodes/${episode.id}/${verb}/`);
+      if (ok) showApproval(body);
+      else { $("approval-error").hidden = false; $("approval-error").textContent = body.detail || "Could not answer."; }
+    });
+  }
+
   if (!page.boards) note("Its suppliers are language models: the boards show no past steps (the decisions below hold every step).");
   showMetrics(page.metrics || {});
   let first = true;
@@ -211,8 +234,10 @@
         addDecisions(message.decisions);
         if (message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
         if (!message.decisions.length) select(-1);
+        (message.approvals || []).forEach(showApproval);
       } else if (message.type === "episode.decisions") addDecisions(message.decisions);
       else if (message.type === "episode.status") showEpisode(message.episode);
+      else if (message.type === "episode.approval") showApproval(message.approval);
     },
   });
 })();

@@ -24,9 +24,14 @@ window.arenaFormat = {
   score: (x) => x == null ? "–" : Number(x).toFixed(3),
   text: (x) => x == null ? "" : String(x),
 };
-// POST to the API with the session's CSRF token; resolves to [ok, body].
-window.arenaPost = async function (url) {
+// POST (JSON) to the API with the session's CSRF token; resolves to [ok, body].
+window.arenaPost = async function (url, body) {
   const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
-  const response = await fetch(url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": token } });
+  const headers = { "X-CSRFToken": token };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(url, {
+    method: "POST", credentials: "same-origin", headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return [response.ok, await response.json()];
 };

@@ -31,15 +31,32 @@
     const pct = s.total_cells ? (100 * s.done_cells) / s.total_cells : 0;
     tr.querySelector('[data-field="bar"]').style.width = `${pct}%`;
   }
+  function approval(a) {
+    const list = document.getElementById("approvals");
+    const old = list.querySelector(`li[data-episode="${a.episode}"]`);
+    if (old) old.remove();
+    if (a.status === "pending") {
+      const li = document.createElement("li");
+      li.dataset.episode = a.episode;
+      const link = document.createElement("a");
+      link.href = `/episodes/${a.episode}/`;
+      link.textContent = `Episode ${a.episode}`;
+      li.append(link, `: escalate ${[a.supplier_id, a.requirement_id].filter(Boolean).join(" ")} (step ${a.step})`);
+      list.appendChild(li);
+    }
+    document.getElementById("approvals-card").hidden = list.children.length === 0;
+  }
   window.arenaSocket("/ws/overview/", {
     status: document.getElementById("live-status"),
     onMessage(message) {
       if (message.type === "overview.snapshot") {
         message.episodes.slice().reverse().forEach(row);
         message.sweeps.forEach(sweepRow);
+        (message.approvals || []).forEach(approval);
       }
       else if (message.type === "episode.status" && message.episode.sweep == null) row(message.episode);
       else if (message.type === "sweep.progress") sweepRow(message.sweep);
+      else if (message.type === "episode.approval") approval(message.approval);
     },
   });
 })();

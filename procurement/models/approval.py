@@ -1,0 +1,42 @@
+from django.conf import settings
+from django.db import models
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REFUSED = "refused"
+    TIMED_OUT = "timed_out"  # nobody answered in time: the scenario's rule did
+    WITHDRAWN = "withdrawn"  # the run ended or moved on before an answer
+
+
+class ApprovalRequest(models.Model):
+    """A buyer's escalation waiting for a person (scenarios with a human approver).
+
+    The episode's runner stops at the escalation and frees its worker; the answer (or the
+    timeout) sends the run on, and the decision's action records who answered and when.
+    """
+
+    episode = models.ForeignKey(
+        "procurement.Episode", on_delete=models.CASCADE, related_name="approvals"
+    )
+    step = models.PositiveIntegerField()
+    action = models.JSONField()
+    status = models.CharField(
+        max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["episode", "step"], name="approval_unique_step")
+        ]
+        indexes = [models.Index(fields=["status", "deadline"], name="approval_status_deadline")]
+
+    def __str__(self) -> str:
+        return f"escalation of episode {self.episode_id} at step {self.step}: {self.status}"

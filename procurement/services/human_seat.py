@@ -1,0 +1,180 @@
+"""The human seat: an analyst plays the buyer of an episode, one move at a time.
+
+No worker waits for the person. A move locks the episode's row, replays the stored
+actions through a fresh engine (the engine is deterministic, so this rebuilds the exact
+world), applies the new action and stores it as the next decision through the same
+fenced writer as the runners, then publishes it. An action the engine refuses is
+returned with its coded error and the field it concerns, and nothing is stored: a
+person's typo costs no step. After ``idle_seconds`` without a move the reconciler hands
+the seat to the policy's ``fallback``, which a worker then plays from the stored steps.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from negotiation import ProcurementEnv, load_scenario
+from negotiation.policies.base import DecisionMeta
+from negotiation.runner import episode_metrics, record_step
+from procurement.models import Episode, EpisodeStatus
+from procurement.services import live
+from procurement.services.episodes import (
+    AttemptSuperseded,
+    append_decisions,
+    finish_episode,
+    queue_for,
+)
+
+HUMAN_POLICY = "human"
+HUMAN_QUEUE = "human"  # no worker consumes it: the seat is played through the API
+HUMAN_ACTOR = "human"
+
+# Engine error codes -> the action field a person should fix (messages that name a
+# field, "Field 'price' ...", win over this table).
+FIELD_OF_CODE = {
+    "unknown_supplier": "supplier_id",
+    "supplier_inactive": "supplier_id",
+    "supplier_rejected": "supplier_id",
+    "already_rejected": "supplier_id",
+    "category_mismatch": "supplier_id",
+    "same_supplier": "hedge_supplier_id",
+    "unknown_requirement": "requirement_id",
+    "requirement_closed": "requirement_id",
+    "critical_deadline": "requirement_id",
+    "no_deferrals_left": "requirement_id",
+    "deadline_at_horizon": "requirement_id",
+    "too_many_prs": "requirement_id",
+    "unknown_action_type": "action_type",
+}
+
+
+class SeatError(Exception):
+    """The move cannot be made (not your seat, episode over, LLM suppliers...)."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RefusedMove(Exception):
+    """The engine refused the action; nothing was stored."""
+
+    def __init__(self, code: str, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.field = code, message, field
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "field": self.field}
+
+
+def is_human(snapshot: dict[str, Any]) -> bool:
+    return snapshot.get("policy") == HUMAN_POLICY
+
+
+def check_seat_allowed(scenario_config: dict[str, Any]) -> None:
+    """A human seat replays the world on every move: suppliers must be rules, not models."""
+    if (scenario_config.get("supplier_llm") or {}).get("personas"):
+        message = (
+            "The human seat needs rule suppliers: this scenario's suppliers are language "
+            "models, whose answers a replay cannot reproduce."
+        )
+        raise ValidationError({"scenario": [message]})
+
+
+def open_seat(episode: Episode) -> None:
+    """A new human episode starts running at once (attempt 1): the seat is open."""
+    now = timezone.now()
+    Episode.objects.filter(pk=episode.pk).update(
+        status=EpisodeStatus.RUNNING, attempts=1, started_at=now, heartbeat_at=now
+    )
+    episode.refresh_from_db()
+
+
+def _field_of(code: str, message: str) -> str | None:
+    named = re.match(r"Field '([a-z_]+)'", message)
+    return named.group(1) if named else FIELD_OF_CODE.get(code)
+
+
+def _rebuild(episode: Episode) -> ProcurementEnv:
+    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
+    env.reset(seed=episode.seed)
+    for action in episode.decisions.order_by("step").values_list("action", flat=True):
+        env.step(action)
+    return env
+
+
+def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
+    """Apply the seat holder's action; returns the stored decision's payload.
+
+    Raises SeatError (not yours, not running, handed over) or RefusedMove (the engine's
+    coded error; nothing stored).
+    """
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id)
+        if not is_human(episode.policy_snapshot):
+            raise SeatError("This episode is not played by a human.", status=400)
+        if episode.created_by_id != user.pk:
+            raise SeatError("Only the analyst who started this episode plays its seat.", 403)
+        if episode.status != EpisodeStatus.RUNNING:
+            raise SeatError(f"The episode is {episode.status}; it takes no more moves.")
+        env = _rebuild(episode)
+        if env.done:
+            raise SeatError("The episode is over.")
+        res, record = record_step(env, action, DecisionMeta(actor=HUMAN_ACTOR))
+        if not record.valid:
+            error = record.error or {"code": "invalid", "message": "Invalid action."}
+            raise RefusedMove(error["code"], error["message"], _field_of(**error))
+        payload = record.to_dict()
+        try:
+            append_decisions(episode, [payload], attempt=episode.attempts)
+        except AttemptSuperseded:
+            raise SeatError("The seat was handed over or the episode cancelled.") from None
+        if res.done:
+            score = env.score()
+            finish_episode(
+                episode,
+                attempt=episode.attempts,
+                score=score.score,
+                metrics=episode_metrics(score.metrics, None),
+                engine_seconds=0.0,
+            )
+    stored = live.record_payload(payload)
+    live.publish_decisions(episode, [stored])
+    if res.done:
+        live.publish_episode_status(episode)
+    return stored
+
+
+def idle_seats(now=None) -> list[Episode]:
+    """Running human episodes whose holder has been idle longer than allowed."""
+    now = now or timezone.now()
+    idle = []
+    for episode in Episode.objects.filter(queue=HUMAN_QUEUE, status=EpisodeStatus.RUNNING):
+        seconds = (episode.policy_snapshot.get("params") or {}).get("idle_seconds", 600)
+        if (episode.heartbeat_at or episode.created_at) < now - timedelta(seconds=seconds):
+            idle.append(episode)
+    return idle
+
+
+def hand_over(episode: Episode) -> bool:
+    """Give an idle seat to the fallback policy; True when this call did it (the caller
+    then sends the run task to ``episode.queue``)."""
+    fallback = (episode.policy_snapshot.get("params") or {}).get("fallback", "expert")
+    snapshot = {"name": fallback, "policy": fallback, "params": {}, "backend": "", "model": ""}
+    queue = queue_for(episode.scenario_snapshot, snapshot)
+    changed = Episode.objects.filter(
+        pk=episode.pk, queue=HUMAN_QUEUE, status=EpisodeStatus.RUNNING
+    ).update(
+        policy_snapshot=snapshot,
+        policy_name=f"{episode.policy_name} then {fallback}",
+        queue=queue,
+        heartbeat_at=timezone.now(),
+    )
+    episode.refresh_from_db()
+    return bool(changed)
