@@ -188,7 +188,17 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [
-                    {"address": REDIS_URL, "socket_timeout": 15, "socket_connect_timeout": 5}
+                    {
+                        "address": REDIS_URL,
+                        # No read timeout: channels-redis blocks in BZPOPMIN for 5 s at a
+                        # time; a finite timeout left cancelled receives hanging at
+                        # shutdown. Connecting still fails fast.
+                        "socket_timeout": None,
+                        "socket_connect_timeout": 5,
+                        # redis-py 8 caps a pool at 100 and raises beyond: 1,000 sockets
+                        # connecting at once (bench/live.py) need more group_add slots.
+                        "max_connections": env.int("CHANNEL_REDIS_MAX_CONNECTIONS", default=1000),
+                    }
                 ],
                 "prefix": env.str("CHANNEL_PREFIX", default="arena"),
             },
