@@ -183,16 +183,22 @@ if REDIS_URL:
     # with a 5 s socket timeout by default, so an idle WebSocket consumer died with
     # "Timeout reading" after 5 quiet seconds. No read timeout: the pop bounds each wait
     # (a longer read timeout instead left cancelled receives hanging at loop shutdown).
+    # core: a sorted set per consumer channel; a group message is written once per member.
+    # pubsub: one PUBLISH per group message, fanned out inside each web process.
+    CHANNEL_LAYER_BACKENDS = {
+        "core": "channels_redis.core.RedisChannelLayer",
+        "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+    }
+    CHANNEL_LAYER = env.str("CHANNEL_LAYER", default="core")
+    if CHANNEL_LAYER not in CHANNEL_LAYER_BACKENDS:
+        raise ImproperlyConfigured(f"CHANNEL_LAYER must be one of {sorted(CHANNEL_LAYER_BACKENDS)}")
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": CHANNEL_LAYER_BACKENDS[CHANNEL_LAYER],
             "CONFIG": {
                 "hosts": [
                     {
                         "address": REDIS_URL,
-                        # No read timeout: channels-redis blocks in BZPOPMIN for 5 s at a
-                        # time; a finite timeout left cancelled receives hanging at
-                        # shutdown. Connecting still fails fast.
                         "socket_timeout": None,
                         "socket_connect_timeout": 5,
                         # redis-py 8 caps a pool at 100 and raises beyond: 1,000 sockets

@@ -100,6 +100,20 @@ def test_full_mode_uses_postgres_redis_and_celery(tmp_path: Path) -> None:
     assert cfg["default_queue"] == "cpu"
 
 
+@pytest.mark.parametrize(
+    "kind, backend",
+    [("pubsub", "channels_redis.pubsub.RedisPubSubChannelLayer"), ("fast", None)],
+)
+def test_the_channel_layer_can_be_redis_pubsub(tmp_path: Path, kind: str, backend) -> None:
+    env = {"REDIS_URL": "redis://cache.example:6379/0", "CHANNEL_LAYER": kind}
+    out = _settings({**env, "SECRET_KEY": "k" * 60}, tmp_path)
+    if backend is None:
+        assert out.returncode != 0 and "CHANNEL_LAYER must be one of" in out.stderr
+    else:
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["layer"] == backend
+
+
 def test_full_mode_refuses_to_start_without_secret_key(tmp_path: Path) -> None:
     out = _settings({"DATABASE_URL": "postgres://u:p@db:5432/arena"}, tmp_path)
     assert out.returncode != 0
