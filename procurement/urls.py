@@ -2,16 +2,16 @@ from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from procurement.views import health, pages
+from procurement.views import episodes, health, pages, scenarios, sweeps
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
-    path("episodes/new/", pages.episode_new, name="episode-start"),
-    path("episodes/<int:episode_id>/", pages.episode_detail, name="episode-page"),
-    path("sweeps/new/", pages.sweep_new, name="sweep-start"),
-    path("scenarios/", pages.scenario_list, name="scenario-list-page"),
-    path("scenarios/<int:scenario_id>/", pages.scenario_detail, name="scenario-page"),
-    path("sweeps/<int:sweep_id>/", pages.sweep_detail, name="sweep-page"),
+    path("episodes/new/", episodes.episode_new, name="episode-start"),
+    path("episodes/<int:episode_id>/", episodes.episode_detail, name="episode-page"),
+    path("sweeps/new/", sweeps.sweep_new, name="sweep-start"),
+    path("scenarios/", scenarios.scenario_list, name="scenario-list-page"),
+    path("scenarios/<int:scenario_id>/", scenarios.scenario_detail, name="scenario-page"),
+    path("sweeps/<int:sweep_id>/", sweeps.sweep_detail, name="sweep-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
     path("admin/", admin.site.urls),

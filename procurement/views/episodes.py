@@ -1,0 +1,59 @@
+"""Episode pages: the start form and the live / replay page (with the buyer's seat)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from procurement.forms import StartEpisodeForm
+from procurement.models import Episode
+from procurement.roles import may_cancel_episode
+from procurement.selectors.catalog import action_form_spec
+from procurement.services import live
+from procurement.services.episodes import start_episode
+from procurement.services.human_seat import is_human
+from procurement.services.quotas import QuotaExceeded
+from procurement.views.access import add_service_errors, role_required
+
+
+@role_required("analyst")
+def episode_new(request: HttpRequest) -> HttpResponse:
+    initial = {"scenario": request.GET.get("scenario", "")[:100]}
+    form = StartEpisodeForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            episode = start_episode(
+                scenario=form.cleaned_data["scenario"],
+                policy=form.cleaned_data["policy"],
+                seed=form.cleaned_data["seed"],
+                step_delay=form.step_delay,
+                user=request.user,
+            )
+        except QuotaExceeded as exc:
+            form.add_error(None, str(exc))
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            return redirect("episode-page", episode_id=episode.pk)
+    status = 400 if form.errors else 200
+    return render(request, "procurement/episode_new.html", {"form": form}, status=status)
+
+
+@role_required("analyst")
+def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
+    episode = get_object_or_404(Episode, pk=episode_id)
+    llm_suppliers = bool((episode.scenario_snapshot.get("supplier_llm") or {}).get("personas"))
+    context = {
+        "episode": episode,
+        "page": {
+            "episode": live.episode_payload(episode),
+            "metrics": episode.metrics,
+            "boards": not llm_suppliers,
+            "error": episode.error,
+        },
+        "can_cancel": may_cancel_episode(request.user, episode),
+        "seat": is_human(episode.policy_snapshot) and episode.created_by_id == request.user.pk,
+        "actions": action_form_spec(),
+    }
+    return render(request, "procurement/episode_detail.html", context)

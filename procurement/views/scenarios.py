@@ -1,0 +1,30 @@
+"""Scenario pages: what every parameter means and may be."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from negotiation.config import parameter_docs
+from procurement.models import Scenario
+from procurement.roles import has_role
+from procurement.views.access import role_required
+
+
+@role_required("analyst")
+def scenario_list(request: HttpRequest) -> HttpResponse:
+    scenarios = Scenario.objects.order_by("-is_preset", "name")
+    return render(request, "procurement/scenario_list.html", {"scenarios": scenarios})
+
+
+@role_required("analyst")
+def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
+    scenario = get_object_or_404(Scenario, pk=scenario_id)
+    config = scenario.engine_config()
+    rows = [
+        {"doc": doc, "value": config.get(doc.name), "changed": config.get(doc.name) != doc.default}
+        for doc in parameter_docs()
+        if doc.name not in ("name", "description")
+    ]
+    context = {"scenario": scenario, "rows": rows, "is_admin": has_role(request.user, "admin")}
+    return render(request, "procurement/scenario_detail.html", context)
