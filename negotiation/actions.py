@@ -44,12 +44,15 @@ FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"requirement_id", "supplier_id", "hedge_supplier_id", "split"}),
         frozenset(),
     ),
-    # "approval" is set by the service running the episode when the scenario asks a person
-    # to approve escalations (see _approval); buyers have no reason to send it.
-    "escalate": (frozenset({"requirement_id"}), frozenset({"supplier_id", "approval"})),
+    "escalate": (frozenset({"requirement_id"}), frozenset({"supplier_id"})),
 }
+# Fields that the service running an episode adds, never a buyer: a person's answer to an
+# escalation when the scenario asks for one (see _refused_by).
+SERVICE_FIELDS: dict[str, frozenset[str]] = {"escalate": frozenset({"approval"})}
 _COMMON = frozenset({"action_type", "rationale"})
-ALLOWED = {k: req | opt | _COMMON for k, (req, opt) in FIELDS.items()}
+ALLOWED = {
+    k: req | opt | _COMMON | SERVICE_FIELDS.get(k, frozenset()) for k, (req, opt) in FIELDS.items()
+}
 
 MAX_MESSAGE = 2000
 MAX_QUANTITY = 10**9

@@ -129,7 +129,7 @@ def test_login_page_and_redirects(client, user_with_role) -> None:
 def test_overview_tells_a_user_without_role(client, user_with_role) -> None:
     client.force_login(user_with_role(None))
     response = client.get("/")
-    assert response.status_code == 200 and b"no role yet" in response.content
+    assert response.status_code == 403 and b"no role yet" in response.content
 
 
 @pytest.mark.django_db
