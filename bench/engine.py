@@ -2,20 +2,32 @@
 preset a table of mean score (95 % bootstrap CI), deal rate, buyer_share and mutual_loss.
 
 Usage: .venv/bin/python bench/engine.py [--seeds 200] [--presets a,b] [--policies x,y]
+       [--baseline REF [--repeats 5]]
+
+``--baseline REF`` (a git commit, e.g. ``main~3``) also times that commit's engine on the
+same episodes in this same run, alternating the two ``--repeats`` times and keeping each
+side's best, so other load on the machine hits both alike; it prints before/after steps/s
+and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from negotiation import list_policies, run_episode
+from negotiation import list_policies, run_episode  # noqa: E402 (after the path)
 
 DEFAULT_PRESETS = (
     "easy_negotiation",
@@ -37,15 +49,79 @@ def bootstrap_ci(xs: list[float], n_boot: int = 2000, seed: int = 0) -> tuple[fl
     return means[int(0.025 * n_boot)], means[int(0.975 * n_boot) - 1]
 
 
+# Runs in a subprocess inside the baseline's source tree: CPU seconds for the episodes.
+_TIMER = """
+import json, sys, time
+from negotiation import run_episode
+preset, policy, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c0 = time.process_time()
+steps = sum(int(run_episode(preset, policy, s, record_steps=False).metrics["steps"])
+            for s in range(seeds))
+print(json.dumps({"steps": steps, "cpu": time.process_time() - c0}))
+"""
+
+
+def _export(ref: str, into: Path) -> None:
+    """The commit's source tree, without touching this checkout (no stash, no checkout)."""
+    blob = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(blob)) as tar:
+        tar.extractall(into, filter="data")
+
+
+def _timed(tree: Path, preset: str, policy: str, seeds: int) -> tuple[int, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", _TIMER, preset, policy, str(seeds)],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    row = json.loads(out.strip().splitlines()[-1])
+    return int(row["steps"]), float(row["cpu"])
+
+
+def compare(ref: str, presets: list[str], policies: list[str], seeds: int, repeats: int) -> None:
+    """Before (ref) and after (this tree) steps/s on one core, measured alternately."""
+    print(f"\n## Before/after: {ref} vs this tree ({repeats} alternating runs, best of each)")
+    print(
+        f"{'preset':24s} {'policy':16s} {'before steps/s':>15s} {'after steps/s':>14s} "
+        f"{'after/before':>12s}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        _export(ref, base)
+        for preset in presets:
+            for pol in policies:
+                best = {"before": 0.0, "after": 0.0}
+                for _ in range(repeats):
+                    for side, tree in (("before", base), ("after", ROOT)):
+                        steps, cpu = _timed(tree, preset, pol, seeds)
+                        best[side] = max(best[side], steps / cpu if cpu > 0 else 0.0)
+                ratio = best["after"] / best["before"] if best["before"] else float("nan")
+                print(
+                    f"{preset:24s} {pol:16s} {best['before']:15.0f} {best['after']:14.0f} "
+                    f"{ratio:12.2f}"
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--presets", default=",".join(DEFAULT_PRESETS))
     rule_policies = [p for p in list_policies() if p != "llm"]  # bench/llm.py measures it
     ap.add_argument("--policies", default=",".join(rule_policies))
+    ap.add_argument("--baseline", help="git commit to time against (before/after)")
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     presets = [p for p in args.presets.split(",") if p]
     policies = [p for p in args.policies.split(",") if p]
+    if args.baseline:
+        compare(args.baseline, presets, policies, args.seeds, args.repeats)
+        return
 
     print(f"# Engine benchmark: {args.seeds} seeds per (preset, policy); single process")
     speed_rows = []

@@ -2,8 +2,8 @@
 
 from .config import ScenarioConfig, ScenarioValidationError
 from .curriculum import Curriculum, apply_tier
-from .env import ProcurementEnv, StepResult
-from .observation import Observation, StaleObservationError
+from .env import EnvNotResetError, ProcurementEnv, StepResult
+from .observation import Observation
 from .policies import get_policy, list_policies, register_policy
 from .runner import EpisodeResult, StepRecord, run_episode
 from .scenarios import list_presets, load_scenario
@@ -12,13 +12,13 @@ from .transcript import format_transcript
 
 __all__ = [
     "Curriculum",
+    "EnvNotResetError",
     "EpisodeResult",
     "EpisodeScore",
     "Observation",
     "ProcurementEnv",
     "ScenarioConfig",
     "ScenarioValidationError",
-    "StaleObservationError",
     "StepRecord",
     "StepResult",
     "apply_tier",

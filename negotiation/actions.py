@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
 from .guard import HardRuleGuard, ProposedDecision, band_floor
+from .records import FrozenDict
 from .suppliers import RULE_POLICY, SupplierContext, SupplierPolicy
 from .tells import make_tells
 
@@ -280,7 +281,8 @@ def _apply_decision(
         env.cfg.tell_noise,
     )
     label = response_label or kind
-    th.rounds.append(Round(len(th.rounds) + 1, week, offer, label, price, message, tells))
+    rnd = Round(len(th.rounds) + 1, week, offer, label, price, message, FrozenDict(tells))
+    th.add_round(rnd)
     return {
         "supplier_id": th.supplier_id,
         "requirement_id": th.requirement_id,
@@ -374,6 +376,7 @@ def _make_contract(
     env.contract_cap[c.id] = max(0, min(qty, true_left))
     sh.true_capacity[r.category] = true_left - qty
     sup.capacity[r.category] = sup.capacity.get(r.category, 0) - qty
+    sup.touch()
     env.budget_committed += qty * price
     r.pending += qty
     if r.quantity_needed == 0:

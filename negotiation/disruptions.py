@@ -82,6 +82,7 @@ def apply(env: ProcurementEnv, spec: DisruptionSpec, week: int) -> None:
         h.true_reliability *= 1.0 - drop
         sup.rated_reliability = max(0.05, sup.rated_reliability - drop * 0.8)
         sup.notes.append(f"Quality scandal reported in week {week}.")
+        sup.touch()
         env.counters["disruptions"] += 1
         env.emit("quality_scandal", f"Quality scandal at {sid} ({sup.name}).", week)
 

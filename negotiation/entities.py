@@ -1,11 +1,41 @@
 """World entities. Public objects (what the buyer may see) and hidden objects are separate
-classes, so an Observation can hand out references to public objects without ever
-reaching hidden state. Plain __slots__ classes: they are created and read on the hot path.
+classes. The engine mutates the public ones; an Observation never holds them, only their
+immutable records (records.py), so nothing a policy holds reaches the world or goes stale.
+Plain __slots__ classes: they are created and read on the hot path.
+
+Each public entity caches its record in ``_snap``; any attribute assignment clears it
+(``__setattr__``), and code that changes a nested dict or list in place calls ``touch()``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .records import (
+    ContractRecord,
+    Event,
+    FrozenDict,
+    PurchaseRequisitionRecord,
+    RequirementRecord,
+    Round,
+    SupplierRecord,
+    ThreadRecord,
+    awardable_price,
+    quantity_needed,
+)
+
+__all__ = [
+    "TELL_NAMES",
+    "Contract",
+    "Event",
+    "PurchaseRequisition",
+    "Requirement",
+    "Round",
+    "Supplier",
+    "SupplierHidden",
+    "Thread",
+    "ThreadHidden",
+]
 
 TELL_NAMES: tuple[str, ...] = (
     "urgency",
@@ -21,11 +51,37 @@ TELL_NAMES: tuple[str, ...] = (
 )
 
 
-def r2(x: float) -> float:
-    return round(x, 2)
+_set = object.__setattr__
 
 
-class Requirement:
+class Tracked:
+    """A public entity whose immutable record is rebuilt only after it changes."""
+
+    __slots__ = ("_snap",)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _set(self, name, value)
+        _set(self, "_snap", None)
+
+    def touch(self) -> None:
+        """Call after changing one of this entity's dicts or lists in place."""
+        _set(self, "_snap", None)
+
+    def snapshot(self) -> Any:
+        snap = self._snap
+        if snap is None:
+            snap = self._freeze()
+            _set(self, "_snap", snap)
+        return snap
+
+    def _freeze(self) -> Any:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.snapshot().to_dict()
+
+
+class Requirement(Tracked):
     __slots__ = (
         "added_week",
         "category",
@@ -77,35 +133,37 @@ class Requirement:
 
     @property
     def quantity_needed(self) -> int:
-        if self.status in ("fulfilled", "failed"):
-            return 0
-        return max(0, self.quantity - self.delivered - self.pending)
+        return quantity_needed(self.status, self.quantity, self.delivered, self.pending)
 
     @property
     def decided(self) -> bool:
         return self.status in ("fulfilled", "failed")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "item": self.item_key,
-            "category": self.category,
-            "unit": self.unit,
-            "quantity": self.quantity,
-            "quantity_needed": self.quantity_needed,
-            "delivered_quantity": self.delivered,
-            "deadline_week": self.deadline_week,
-            "critical": self.critical,
-            "ceiling_unit_price": r2(self.ceiling_unit_price),
-            "reference_unit_price": r2(self.reference_price),
-            "status": self.status,
-            "deferrals_used": self.deferrals_used,
-        }
+    def _freeze(self) -> RequirementRecord:
+        status = self.status
+        return RequirementRecord(
+            self.id,
+            self.name,
+            self.item_key,
+            self.category,
+            self.unit,
+            self.quantity,
+            self.deadline_week,
+            self.critical,
+            self.ceiling_unit_price,
+            self.reference_price,
+            self.status,
+            self.delivered,
+            self.pending,
+            self.deferrals_used,
+            self.added_week,
+            quantity_needed(status, self.quantity, self.delivered, self.pending),
+            status == "fulfilled" or status == "failed",
+        )
 
 
-class Supplier:
-    """Public view of a supplier."""
+class Supplier(Tracked):
+    """Public facts about a supplier (the engine's copy)."""
 
     __slots__ = (
         "active",
@@ -140,19 +198,19 @@ class Supplier:
         self.notes = notes
         self.rejected = False  # the buyer rejected this supplier entirely
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "categories": list(self.categories),
-            "list_prices": {k: r2(v) for k, v in self.list_prices.items()},
-            "lead_time_weeks": self.lead_time_weeks,
-            "rated_reliability": round(self.rated_reliability, 3),
-            "capacity": dict(self.capacity),
-            "active": self.active,
-            "notes": list(self.notes),
-            "rejected_by_buyer": self.rejected,
-        }
+    def _freeze(self) -> SupplierRecord:
+        return SupplierRecord(
+            self.id,
+            self.name,
+            tuple(self.categories),
+            FrozenDict(self.list_prices),
+            self.lead_time_weeks,
+            self.rated_reliability,
+            FrozenDict(self.capacity),
+            self.active,
+            tuple(self.notes),
+            self.rejected,
+        )
 
 
 class SupplierHidden:
@@ -182,40 +240,7 @@ class SupplierHidden:
             setattr(self, k, kw.get(k))
 
 
-class Round:
-    __slots__ = ("buyer_offer", "message", "response", "round", "supplier_price", "tells", "week")
-
-    def __init__(
-        self,
-        round: int,
-        week: int,
-        buyer_offer: float | None,
-        response: str,
-        supplier_price: float | None,
-        message: str,
-        tells: dict[str, float],
-    ) -> None:
-        self.round = round
-        self.week = week
-        self.buyer_offer = buyer_offer
-        self.response = response  # accept | counter | walk_away | escalation
-        self.supplier_price = supplier_price
-        self.message = message
-        self.tells = tells
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "round": self.round,
-            "week": self.week,
-            "buyer_offer": None if self.buyer_offer is None else r2(self.buyer_offer),
-            "response": self.response,
-            "supplier_price": None if self.supplier_price is None else r2(self.supplier_price),
-            "message": self.message,
-            "tells": dict(self.tells),
-        }
-
-
-class Thread:
+class Thread(Tracked):
     """Public negotiation thread for one (supplier, requirement)."""
 
     __slots__ = (
@@ -243,30 +268,32 @@ class Thread:
         self.rounds: list[Round] = []
         self.offers = 0  # buyer offers made (the supplier's time t)
 
-    def awardable_price(self, week: int) -> float | None:
-        """The price an award would use now, or None (rule 4: never a buyer-named price)."""
-        if self.status == "agreed" and self.valid_until_week is not None:
-            return self.agreed_price if week <= self.valid_until_week else None
-        if (
-            self.status == "open"
-            and self.counter_price is not None
-            and self.counter_valid_until is not None
-            and week <= self.counter_valid_until
-        ):
-            return self.counter_price
-        return None
+    def add_round(self, rnd: Round) -> None:
+        self.rounds.append(rnd)
+        _set(self, "_snap", None)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "supplier_id": self.supplier_id,
-            "requirement_id": self.requirement_id,
-            "status": self.status,
-            "agreed_price": None if self.agreed_price is None else r2(self.agreed_price),
-            "valid_until_week": self.valid_until_week,
-            "standing_counter": None if self.counter_price is None else r2(self.counter_price),
-            "counter_valid_until_week": self.counter_valid_until,
-            "rounds": [r.to_dict() for r in self.rounds],
-        }
+    def awardable_price(self, week: int) -> float | None:
+        return awardable_price(
+            self.status,
+            self.agreed_price,
+            self.valid_until_week,
+            self.counter_price,
+            self.counter_valid_until,
+            week,
+        )
+
+    def _freeze(self) -> ThreadRecord:
+        return ThreadRecord(
+            self.supplier_id,
+            self.requirement_id,
+            self.status,
+            self.agreed_price,
+            self.valid_until_week,
+            self.counter_price,
+            self.counter_valid_until,
+            tuple(self.rounds),
+            self.offers,
+        )
 
 
 class ThreadHidden:
@@ -302,7 +329,7 @@ class ThreadHidden:
         self.last_counter: float | None = None
 
 
-class Contract:
+class Contract(Tracked):
     __slots__ = (
         "awarded_week",
         "delivered_quantity",
@@ -344,23 +371,24 @@ class Contract:
         self.slips = 0
         self.hedge = hedge
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "supplier_id": self.supplier_id,
-            "requirement_id": self.requirement_id,
-            "quantity": self.quantity,
-            "unit_price": r2(self.unit_price),
-            "awarded_week": self.awarded_week,
-            "due_week": self.due_week,
-            "status": self.status,
-            "delivered_quantity": self.delivered_quantity,
-            "late": self.slips > 0,
-            "hedge": self.hedge,
-        }
+    def _freeze(self) -> ContractRecord:
+        return ContractRecord(
+            self.id,
+            self.supplier_id,
+            self.requirement_id,
+            self.quantity,
+            self.unit_price,
+            self.awarded_week,
+            self.due_week,
+            self.status,
+            self.delivered_quantity,
+            self.market_price,
+            self.slips,
+            self.hedge,
+        )
 
 
-class PurchaseRequisition:
+class PurchaseRequisition(Tracked):
     __slots__ = ("amount", "id", "matures_week", "raised_week", "requirement_id", "status")
 
     def __init__(
@@ -373,24 +401,12 @@ class PurchaseRequisition:
         self.raised_week = raised_week
         self.matures_week = matures_week
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "requirement_id": self.requirement_id,
-            "amount": r2(self.amount),
-            "status": self.status,
-            "raised_week": self.raised_week,
-            "matures_week": self.matures_week,
-        }
-
-
-class Event:
-    __slots__ = ("kind", "text", "week")
-
-    def __init__(self, week: int, kind: str, text: str) -> None:
-        self.week = week
-        self.kind = kind
-        self.text = text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"week": self.week, "kind": self.kind, "text": self.text}
+    def _freeze(self) -> PurchaseRequisitionRecord:
+        return PurchaseRequisitionRecord(
+            self.id,
+            self.requirement_id,
+            self.amount,
+            self.status,
+            self.raised_week,
+            self.matures_week,
+        )

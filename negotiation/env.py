@@ -20,7 +20,7 @@ from .entities import (
     ThreadHidden,
 )
 from .market import Market
-from .observation import Observation
+from .observation import Observation, next_episode_key, observe
 from .scoring import EpisodeScore, running_score
 from .suppliers import SupplierPolicy
 from .week import close_week
@@ -28,7 +28,8 @@ from .week import close_week
 if TYPE_CHECKING:
     from .llm.backend import LLMBackend
 
-EVENTS_IN_OBS = 25
+# reset(seed=None) draws a seed below this bound, so every seed can be written down.
+SEED_BOUND = 2**31
 
 
 def _supplier_policies(
@@ -44,6 +45,10 @@ def _supplier_policies(
 
     policy = LLMSupplierPolicy(resolve_backend(llm_backend or spec.backend, spec.model))
     return dict.fromkeys(spec.personas, policy)
+
+
+class EnvNotResetError(RuntimeError):
+    """step() or observation() before the first reset()."""
 
 
 @dataclass(slots=True)
@@ -66,9 +71,10 @@ class ProcurementEnv:
 
         self.cfg: ScenarioConfig = load_scenario(config)
         self.catalogue = catalogue_for(self.cfg.items)
-        self._epoch = [0]
         self.seed: int | None = None
+        self.episode_key = 0
         self.done = True
+        self.started = False
         self.steps_taken = 0
         self.step_supplier_actor: str | None = None
         self.supplier_policies: dict[str, SupplierPolicy] = _supplier_policies(
@@ -106,6 +112,7 @@ class ProcurementEnv:
         item_price = self.item_price(r)
         self.list_base[(sup.id, r.id)] = item_price * h.list_factor * jitter
         sup.list_prices[r.id] = self.list_price(sup.id, r)
+        sup.touch()
 
     def item_price(self, r: Requirement) -> float:
         p = self._item_price.get(r.item_key)
@@ -151,11 +158,24 @@ class ProcurementEnv:
         self._dirty = True
 
     # ------------------------------------------------------------------ API
-    def reset(self, seed: int | None = 0) -> Observation:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> Observation:
+        """Start an episode. ``seed=None`` draws a fresh seed, reported as ``obs.seed`` and
+        ``env.seed``; the same seed always gives the same episode. No options exist yet:
+        passing any is an error rather than silently ignored."""
         from .worldgen import generate_arena, generate_bilateral
 
+        if options:
+            raise ValueError(f"Unknown reset options: {', '.join(map(str, options))}.")
+        if seed is None:
+            seed = random.SystemRandom().randrange(SEED_BOUND)
+        elif isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer or None, not {seed!r}.")
         cfg = self.cfg
-        self.seed = int(seed) if seed is not None else 0
+        self.seed = seed
+        self.episode_key = next_episode_key()
+        self.started = True
         self.rng = random.Random(self.seed)
         self.week = 0
         self.slot = 0
@@ -221,8 +241,7 @@ class ProcurementEnv:
         self._dirty = True
         self._score = 0.0
         self._score = self.running_score()
-        self._epoch[0] += 1
-        return Observation(self)
+        return observe(self)
 
     def running_score(self) -> float:
         if self._dirty:
@@ -231,11 +250,12 @@ class ProcurementEnv:
         return self._score
 
     def step(self, action: Any) -> StepResult:
+        if not self.started:
+            raise EnvNotResetError("Call reset() before step(): there is no episode yet.")
         if self.done:
             err = {"code": "episode_done", "message": "The episode is over; call reset()."}
             info = self._info(err, None, False)
-            self._epoch[0] += 1
-            return StepResult(Observation(self), 0.0, True, info)
+            return StepResult(observe(self), 0.0, True, info)
         before = self.running_score()
         self.step_events = []
         self.step_supplier_actor = None
@@ -263,8 +283,7 @@ class ProcurementEnv:
         reward = after - before - penalty
         info = self._info(error, response, error is None)
         info["step"] = step_index
-        self._epoch[0] += 1
-        return StepResult(Observation(self), reward, self.done, info)
+        return StepResult(observe(self), reward, self.done, info)
 
     def _check_done(self) -> None:
         if self.week >= self.cfg.weeks or all(r.decided for r in self.requirements):
@@ -317,5 +336,7 @@ class ProcurementEnv:
         return EpisodeScore(s, compute_metrics(self, s))
 
     def observation(self) -> Observation:
-        """A fresh view of the current state (e.g. after resuming by replay)."""
-        return Observation(self)
+        """The current state as an Observation (e.g. after resuming by replay)."""
+        if not self.started:
+            raise EnvNotResetError("Call reset() first: there is no episode yet.")
+        return observe(self)

@@ -1,108 +1,80 @@
-"""Observation: a cheap, read-only view of the public state after a step.
+"""Observation: an immutable value describing the public state after one step.
 
-Creating one costs a few attribute copies; `to_dict()` builds the JSON-safe dict only when
-asked. The view references live public objects, so it is valid until the environment
-steps again; `to_dict()` on an older view raises StaleObservationError rather than
-silently describing a later state. Hidden state is not reachable from here.
+It holds tuples of immutable records (records.py) and read-only mappings, never the
+engine's entities, so it stays true to its own step forever (keep as many as a replay
+buffer likes), and nothing done to it can reach or change the world. Building one costs
+a few microseconds: only the entities a step changed are frozen again; the rest of the
+records are shared with the previous observation. Hidden state is not reachable from here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import itertools
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .entities import Contract, Event, PurchaseRequisition, Requirement, Supplier, Thread
+from .records import (
+    ContractRecord,
+    Event,
+    FrozenDict,
+    PurchaseRequisitionRecord,
+    RequirementRecord,
+    SupplierRecord,
+    ThreadRecord,
+)
 
 if TYPE_CHECKING:
     from .env import ProcurementEnv
 
+EVENTS_IN_OBS = 25
+# Distinguishes episodes (and environments) for policies that cache per episode.
+_episode_keys = itertools.count(1)
 
-class StaleObservationError(RuntimeError):
-    pass
+
+def next_episode_key() -> int:
+    return next(_episode_keys)
 
 
-class Observation:
-    __slots__ = (
-        "_epoch",
-        "_my_epoch",
-        "_req",
-        "_sup",
-        "actions_left_this_week",
-        "actions_per_week",
-        "budget_committed",
-        "budget_remaining",
-        "budget_total",
-        "contracts",
-        "done",
-        "escalations_left",
-        "events",
-        "last_action",
-        "market_index",
-        "max_deferrals",
-        "max_rounds",
-        "pr_guardrail",
-        "pr_lead_weeks",
-        "pr_threshold",
-        "purchase_requisitions",
-        "quote_validity_weeks",
-        "requirements",
-        "step",
-        "suppliers",
-        "threads",
-        "week",
-        "weeks",
-    )
-
-    def __init__(self, env: ProcurementEnv) -> None:
-        cfg = env.cfg
-        self.step = env.steps_taken
-        self.week = env.week
-        self.weeks = cfg.weeks
-        self.actions_per_week = cfg.actions_per_week
-        self.actions_left_this_week = cfg.actions_per_week - env.slot if not env.done else 0
-        self.escalations_left = env.escalations_left
-        self.budget_total = env.budget_total
-        self.budget_committed = env.budget_committed
-        self.budget_remaining = env.budget_total - env.budget_committed
-        self.requirements: list[Requirement] = env.requirements
-        self.suppliers: list[Supplier] = env.suppliers
-        self.threads: dict[tuple[str, str], Thread] = env.threads
-        self.contracts: list[Contract] = env.contracts
-        self.purchase_requisitions: list[PurchaseRequisition] = env.prs
-        self.market_index: dict[str, float] = env.market.index
-        self.events: list[Event] = env.events
-        self.last_action = env.last_action
-        self.done = env.done
-        self.max_rounds = env.max_rounds
-        self.pr_threshold = cfg.pr_threshold
-        self.pr_lead_weeks = cfg.pr_lead_weeks
-        self.pr_guardrail = cfg.pr_guardrail
-        self.quote_validity_weeks = cfg.quote_validity_weeks
-        self.max_deferrals = cfg.max_deferrals
-        self._req = env.req_by_id
-        self._sup = env.sup_by_id
-        self._epoch = env._epoch
-        self._my_epoch = env._epoch[0]  # the env bumps the epoch before each new view
+class Observation(NamedTuple):
+    step: int
+    week: int
+    weeks: int
+    actions_per_week: int
+    actions_left_this_week: int
+    escalations_left: int
+    budget_total: float
+    budget_committed: float
+    budget_remaining: float
+    requirements: tuple[RequirementRecord, ...]
+    suppliers: tuple[SupplierRecord, ...]
+    threads: FrozenDict  # (supplier_id, requirement_id) -> ThreadRecord
+    contracts: tuple[ContractRecord, ...]
+    purchase_requisitions: tuple[PurchaseRequisitionRecord, ...]
+    market_index: FrozenDict  # category -> index
+    events: tuple[Event, ...]  # the last EVENTS_IN_OBS events
+    last_action: FrozenDict  # {"valid": bool, "error": {code, message} | None}
+    done: bool
+    max_rounds: int | None
+    pr_threshold: float
+    pr_lead_weeks: int
+    pr_guardrail: float
+    quote_validity_weeks: int
+    max_deferrals: int
+    seed: int | None
+    episode_key: int  # unique per reset in this process; not part of to_dict()
 
     # --- convenience accessors for policies ------------------------------------------
-    def requirement(self, rid: str) -> Requirement | None:
-        return self._req.get(rid)
+    def requirement(self, rid: str) -> RequirementRecord | None:
+        return next((r for r in self.requirements if r.id == rid), None)
 
-    def supplier(self, sid: str) -> Supplier | None:
-        return self._sup.get(sid)
+    def supplier(self, sid: str) -> SupplierRecord | None:
+        return next((s for s in self.suppliers if s.id == sid), None)
 
-    def thread(self, sid: str, rid: str) -> Thread | None:
+    def thread(self, sid: str, rid: str) -> ThreadRecord | None:
         return self.threads.get((sid, rid))
 
-    @property
-    def is_stale(self) -> bool:
-        return self._epoch[0] != self._my_epoch
-
     def to_dict(self) -> dict[str, Any]:
-        if self.is_stale:
-            raise StaleObservationError(
-                "This observation describes an earlier step; call to_dict() before stepping again."
-            )
         market = self.market_index
+        error = self.last_action.get("error")
         return {
             "step": self.step,
             "week": self.week,
@@ -124,8 +96,8 @@ class Observation:
                 "index": round(sum(market.values()) / max(1, len(market)), 4),
                 "by_category": {k: round(v, 4) for k, v in market.items()},
             },
-            "events": [e.to_dict() for e in self.events[-25:]],
-            "last_action": dict(self.last_action),
+            "events": [e.to_dict() for e in self.events],
+            "last_action": {"valid": self.last_action["valid"], "error": error and dict(error)},
             "rules": {
                 "pr_threshold": self.pr_threshold,
                 "pr_lead_weeks": self.pr_lead_weeks,
@@ -136,3 +108,39 @@ class Observation:
             },
             "done": self.done,
         }
+
+
+def observe(env: ProcurementEnv) -> Observation:
+    """The current public state as an Observation (see the module docstring)."""
+    cfg = env.cfg
+    done = env.done
+    last = env.last_action
+    error = last["error"]
+    return Observation(
+        env.steps_taken,
+        env.week,
+        cfg.weeks,
+        cfg.actions_per_week,
+        0 if done else cfg.actions_per_week - env.slot,
+        env.escalations_left,
+        env.budget_total,
+        env.budget_committed,
+        env.budget_total - env.budget_committed,
+        tuple([r._snap or r.snapshot() for r in env.requirements]),
+        tuple([s._snap or s.snapshot() for s in env.suppliers]),
+        FrozenDict({k: t._snap or t.snapshot() for k, t in env.threads.items()}),
+        tuple([c._snap or c.snapshot() for c in env.contracts]),
+        tuple([p._snap or p.snapshot() for p in env.prs]),
+        FrozenDict(env.market.index),
+        tuple(env.events[-EVENTS_IN_OBS:]),
+        FrozenDict({"valid": last["valid"], "error": None if error is None else FrozenDict(error)}),
+        done,
+        env.max_rounds,
+        cfg.pr_threshold,
+        cfg.pr_lead_weeks,
+        cfg.pr_guardrail,
+        cfg.quote_validity_weeks,
+        cfg.max_deferrals,
+        env.seed,
+        env.episode_key,
+    )

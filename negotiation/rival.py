@@ -43,6 +43,7 @@ def rival_acts(env: ProcurementEnv, w: int) -> None:
         booked = max(1, int(left * rng.uniform(0.25, 0.6)))
         h.true_capacity[cat] = left - booked
         sup.capacity[cat] = max(0, sup.capacity.get(cat, 0) - int(booked * h.capacity_claim_factor))
+        sup.touch()
         h.rival_push *= 1.0 + rng.uniform(0.03, 0.08) * (0.5 + a)
         env.counters["rival_bookings"] += 1
         who = f" from {sup.name} ({sup.id})" if rng.random() < 0.6 else ""

@@ -95,7 +95,7 @@ def run_episode(
     pol = get_policy(policy, seed=seed) if isinstance(policy, str) else policy
     pol.reset(seed)
     env = ProcurementEnv(cfg, llm_backend=llm_backend)
-    obs = env.reset(seed)
+    obs = env.reset(seed=seed)
     steps: list[StepRecord] = []
     prefix = list(actions_prefix or [])
     recording = record_steps or on_step is not None

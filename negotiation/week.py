@@ -129,3 +129,4 @@ def _refresh_list_prices(env: ProcurementEnv) -> None:
     for sup in env.suppliers:
         for rid in sup.list_prices:
             sup.list_prices[rid] = env.list_price(sup.id, env.req_by_id[rid])
+        sup.touch()

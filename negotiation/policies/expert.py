@@ -65,6 +65,9 @@ class ExpertPolicy(Policy):
         self._counts: dict[str, int] = {}
         self._bad: dict[str, int] = {}
         self._th_memo: dict[tuple[str, str], tuple[int, tuple]] = {}
+        # (supplier, requirement) -> the inputs and result of its last scoring; records
+        # are immutable, so identical inputs (by identity) give the identical candidate.
+        self._cand_memo: dict[tuple[str, str], tuple] = {}
         self._rel_memo: dict[str, tuple] = {}
         self._serves: dict[str, list] = {}
         self._serves_n = -1
@@ -72,12 +75,13 @@ class ExpertPolicy(Policy):
     # ------------------------------------------------------------------ helpers
     def _reliability_map(self, obs: Observation) -> None:
         """Aggregates the evidence per supplier: claims in tells, rounds, bad deliveries."""
-        # Incremental tell aggregation (rounds only ever append); keyed on the episode's
-        # thread dict so a reused or resumed policy recomputes from scratch.
-        if self._tells_owner is not obs.threads:
-            self._tells_owner = obs.threads
+        # Incremental tell aggregation (rounds only ever append); keyed on the episode so a
+        # reused or resumed policy recomputes from scratch.
+        if self._tells_owner != obs.episode_key:
+            self._tells_owner = obs.episode_key
             self._tells_seen = {}
             self._th_memo = {}
+            self._cand_memo = {}
             self._rel_memo = {}
             self._serves_n = -1
         seen = self._tells_seen
@@ -159,11 +163,14 @@ class ExpertPolicy(Policy):
             return act
         self._reliability_map(obs)
         if self._serves_n != len(obs.requirements):
+            # Which suppliers serve a requirement, by position: the records themselves are
+            # of one step, the positions hold for the episode (suppliers only ever append).
             self._serves_n = len(obs.requirements)
             self._serves = {}
-            for s in obs.suppliers:
+            for i, s in enumerate(obs.suppliers):
                 for rid in s.list_prices:
-                    self._serves.setdefault(rid, []).append(s)
+                    self._serves.setdefault(rid, []).append(i)
+        suppliers = obs.suppliers
         rel_of: dict[str, tuple[float, bool]] = {}
         plans = []
         # Rough negotiation rounds per requirement (its share of the slots until about two
@@ -174,7 +181,8 @@ class ExpertPolicy(Policy):
             n_le = bisect.bisect_right(dl, r.deadline_week)
             supply = left + max(0, r.deadline_week - 2 - week) * apw
             rb = max(1, int(supply / n_le) - 1)
-            plans.extend(self._plan(obs, r, self._serves.get(r.id, ()), rel_of, rb))
+            sups = [suppliers[i] for i in self._serves.get(r.id, ())]
+            plans.extend(self._plan(obs, r, sups, rel_of, rb))
         if not plans:
             return _escalate_or_defer(obs, reqs)
         # Earliest award week first; within a week critical requirements, then those that
@@ -250,10 +258,12 @@ class ExpertPolicy(Policy):
         ceil = r.ceiling_unit_price
         deadline = r.deadline_week
         span = max(1e-9, ceil - 0.7 * r.reference_price)
-        conceder_list = CONCEDER_LIST * r.reference_price * obs.market_index.get(cat, 1.0)
+        mkt = obs.market_index.get(cat, 1.0)
+        conceder_list = CONCEDER_LIST * r.reference_price * mkt
         threads = obs.threads
         th_memo = self._th_memo
-        f_early, f_late = _expect(1.0, rb, True), _expect(1.0, rb, False)
+        cand_memo = self._cand_memo
+        f_early = f_late = 0.0
         cands: list[tuple] = []
         for s in sups:
             if not s.active or s.rejected:
@@ -261,14 +271,28 @@ class ExpertPolicy(Policy):
             view = rel_of.get(s.id)
             if view is None:
                 view = rel_of[s.id] = self._supplier_view(s)
+            key = (s.id, rid)
+            th = threads.get(key)
+            memo = cand_memo.get(key)
+            if (
+                memo is not None
+                and memo[0] is s
+                and memo[1] is th
+                and memo[2] is r
+                and memo[3] == (week, rb, mkt, view)
+            ):
+                if memo[4] is not None:
+                    cands.append(memo[4])
+                continue
+            if not f_early:
+                f_early, f_late = _expect(1.0, rb, True), _expect(1.0, rb, False)
+            cand_memo[key] = (s, th, r, (week, rb, mkt, view), None)
             rel, deceptive = view
             lp = s.list_prices[rid]
             cap = s.capacity.get(cat, 0)
             last = deadline - s.lead_time_weeks
             if cap <= 0 or last < week:
                 continue
-            key = (s.id, rid)
-            th = threads.get(key)
             if th is None:
                 info = None
                 est = lp * (f_early if lp <= conceder_list else f_late)
@@ -313,7 +337,9 @@ class ExpertPolicy(Policy):
             if th is not None and th.rounds:
                 u += STICKY
             target = last - 1 if buffered and rel < BUFFER_REL else last
-            cands.append((-u, s.id, s, th, info, rel, eff_cap, target))
+            cand = (-u, s.id, s, th, info, rel, eff_cap, target)
+            cand_memo[key] = (s, th, r, (week, rb, mkt, view), cand)
+            cands.append(cand)
         if not cands:
             return []
         if len(cands) > 1:

@@ -130,18 +130,6 @@ def test_observation_has_design_keys_and_is_json_safe():
     json.dumps(d)
 
 
-def test_stale_observation_refuses_to_serialise():
-    import pytest
-
-    from negotiation import StaleObservationError
-
-    env = ProcurementEnv(load_scenario("easy_negotiation"))
-    obs = env.reset(seed=1)
-    env.step({"action_type": "defer"})
-    with pytest.raises(StaleObservationError):
-        obs.to_dict()
-
-
 def test_reject_reward_is_identical_for_every_persona():
     rewards = set()
     for seed in range(6):
