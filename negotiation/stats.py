@@ -1,8 +1,10 @@
-"""Summary statistics for episode results: means with 95 % confidence intervals."""
+"""Summary statistics for episode results: means with 95 % confidence intervals
+(Student-t, and a percentile bootstrap for bounded, skewed scores)."""
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -52,3 +54,23 @@ def mean_ci(values: Iterable[float]) -> MeanCI:
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     half = _t975(n - 1) * math.sqrt(var / n)
     return MeanCI(n, mean, mean - half, mean + half)
+
+
+def bootstrap_mean_ci(values: Iterable[float], *, resamples: int = 2000, seed: int = 0) -> MeanCI:
+    """Mean and percentile-bootstrap 95 % interval (Efron): the 2.5th and 97.5th percentiles
+    of the means of ``resamples`` resamples drawn with replacement. Scores are bounded and
+    often piled up at 0 or 1, where the t-interval can leave [0, 1]; this one cannot.
+    Seeded, so the same values always give the same interval. None/NaN are dropped."""
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1.")
+    xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    n = len(xs)
+    if n == 0:
+        return MeanCI(0, math.nan, math.nan, math.nan)
+    mean = math.fsum(xs) / n
+    if n == 1 or min(xs) == max(xs):
+        return MeanCI(n, mean, mean, mean)
+    rng = random.Random(seed)
+    means = sorted(math.fsum(rng.choices(xs, k=n)) / n for _ in range(resamples))
+    last = resamples - 1
+    return MeanCI(n, mean, means[round(0.025 * last)], means[round(0.975 * last)])

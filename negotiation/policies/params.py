@@ -38,8 +38,10 @@ class PolicyParams(BaseModel):
 
 
 class GreedyLowballParams(PolicyParams):
+    # 0.5, not lower: at 0.4 of list a hardball or deceptive bilateral seller hears an
+    # insult and walks away, so the baseline would never close (DESIGN.md, personas).
     fraction: float = Field(
-        default=0.4, gt=0.0, le=1.0, description="Share of the list price offered to everyone."
+        default=0.5, gt=0.0, le=1.0, description="Share of the list price offered to everyone."
     )
 
 

@@ -1,12 +1,23 @@
-"""Baseline buyer policies: do_nothing, always_accept, greedy_lowball."""
+"""Baseline buyer policies: do_nothing, always_accept, greedy_lowball.
+
+The naive baselines must behave as their names say and never make a move they cannot pay
+for, so a leaderboard shows what naive play really earns (not a pile of invalid actions):
+every award respects the requirement's ceiling price, the remaining budget, the supplier's
+capacity and the purchase-requisition rule (an approved PR covering the cost above the
+threshold). Awards always use the engine's price: the agreed price, or the supplier's
+standing counter, which an award accepts (DESIGN.md, rule 4).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..observation import Observation
 from .base import Policy, candidates, has_pr, open_requirements
 from .params import GreedyLowballParams
+
+_EPS = 1e-6  # the engine's own tolerance on budget and PR amounts
 
 
 class DoNothingPolicy(Policy):
@@ -18,79 +29,144 @@ class DoNothingPolicy(Policy):
         return {"action_type": "defer"}
 
 
-def _pr_or_award(obs: Observation, r, s, price: float) -> dict[str, Any]:
+def _floor_cents(x: float) -> float:
+    return math.floor(x * 100 + 1e-9) / 100
+
+
+def _affordable_qty(obs: Observation, r, s, price: float) -> int:
+    """Units of r the buyer can pay for at ``price`` from s: none above its ceiling, within
+    the supplier's capacity and the remaining budget."""
+    if price <= 0 or price > r.ceiling_unit_price + 1e-9:
+        return 0
     qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
+    return max(0, min(qty, int((obs.budget_remaining + _EPS) / price)))
+
+
+def _best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None:
+    """The cheapest price on the table for r that the buyer can afford: (price, supplier,
+    quantity), from agreed prices and unexpired standing counters."""
+    best = None
+    for s in suppliers:
+        th = obs.threads.get((s.id, r.id))
+        price = None if th is None else th.awardable_price(obs.week)
+        if price is None:
+            continue
+        qty = _affordable_qty(obs, r, s, price)
+        if qty > 0 and (best is None or price < best[0]):
+            best = (price, s, qty)
+    return best
+
+
+def _pending_prs(obs: Observation, rid: str) -> int:
+    return sum(
+        1 for p in obs.purchase_requisitions if p.requirement_id == rid and p.status == "pending"
+    )
+
+
+def _close(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any] | None:
+    """Award qty at the engine's price, or raise the PR the award needs; None while a PR is
+    pending (or none can be raised), so the caller moves on to other work."""
     cost = qty * price
-    if cost > obs.pr_threshold and not has_pr(obs, r.id, cost):
-        if not has_pr(obs, r.id, 0.0, ("pending",)):
-            amount = min(
-                cost,
-                obs.budget_remaining,
-                obs.pr_guardrail * r.ceiling_unit_price * r.quantity_needed,
-            )
-            if amount >= cost:
-                return {
-                    "action_type": "raise_pr",
-                    "requirement_id": r.id,
-                    "amount": round(amount, 2),
-                }
-        return {"action_type": "defer"}
+    if cost <= obs.pr_threshold or has_pr(obs, r.id, cost):
+        return {
+            "action_type": "award_contract",
+            "supplier_id": s.id,
+            "requirement_id": r.id,
+            "quantity": qty,
+        }
+    if has_pr(obs, r.id, cost, ("pending",)) or _pending_prs(obs, r.id) >= 2:
+        return None
+    # The largest PR the rules allow, so it still covers a later (lower or equal) quote.
+    cap = obs.pr_guardrail * r.ceiling_unit_price * max(1, r.quantity_needed)
+    amount = _floor_cents(min(cap, obs.budget_remaining))
+    if amount < cost:
+        return None
+    return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
+
+
+def _negotiate(s, r, price: float) -> dict[str, Any]:
     return {
-        "action_type": "award_contract",
+        "action_type": "negotiate",
         "supplier_id": s.id,
         "requirement_id": r.id,
-        "quantity": qty,
+        "price": price,
     }
 
 
+def _talkable(obs: Observation, r) -> list:
+    """Suppliers with capacity for r whose thread is new or open (an agreed thread cannot be
+    renegotiated), cheapest list price first."""
+    out = []
+    for s in candidates(obs, r):
+        th = obs.threads.get((s.id, r.id))
+        if s.capacity.get(r.category, 0) > 0 and (th is None or th.status == "open"):
+            out.append(s)
+    return sorted(out, key=lambda s: (s.list_prices[r.id], s.id))
+
+
 class AlwaysAcceptPolicy(Policy):
-    """Offers each supplier's list price and takes whatever is agreed: no real negotiation."""
+    """Takes the supplier's price whenever it can pay it: awards the cheapest affordable
+    agreed price or standing counter at once; otherwise offers what it can afford (the list
+    price, capped at its ceiling and budget) to the cheapest supplier. No bargaining."""
 
     name = "always_accept"
 
     def act(self, obs: Observation) -> dict[str, Any]:
         for r in open_requirements(obs):
-            cands = candidates(obs, r)
-            cands = [s for s in cands if s.capacity.get(r.category, 0) > 0]
-            if not cands:
-                continue
-            for s in cands:
-                th = obs.threads.get((s.id, r.id))
-                if th is not None and th.status == "agreed" and th.valid_until_week >= obs.week:
-                    return _pr_or_award(obs, r, s, th.agreed_price)
-            s = cands[0]
-            return {
-                "action_type": "negotiate",
-                "supplier_id": s.id,
-                "requirement_id": r.id,
-                "price": round(s.list_prices[r.id], 2),
-            }
+            sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
+            best = _best_quote(obs, r, sups)
+            if best is not None:
+                action = _close(obs, r, best[1], best[0], best[2])
+                if action is not None:
+                    return action
+                continue  # waiting for a PR: serve the other requirements meanwhile
+            for s in _talkable(obs, r):
+                qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
+                offer = _floor_cents(
+                    min(s.list_prices[r.id], r.ceiling_unit_price, obs.budget_remaining / qty)
+                )
+                if offer > 0:
+                    return _negotiate(s, r, offer)
         return {"action_type": "defer"}
 
 
 class GreedyLowballPolicy(Policy):
-    """Offers a fixed fraction (40 %) of list price to everyone and awards only if accepted."""
+    """Offers every supplier a fixed fraction of its list price; once each has answered,
+    awards the best affordable quote (agreed or standing counter). While none is
+    affordable it repeats the lowball to the supplier with the lowest counter, whose
+    time-dependent ask keeps falling."""
 
     name = "greedy_lowball"
     Params = GreedyLowballParams
 
-    def __init__(self, seed: int = 0, fraction: float = 0.4, **params: Any) -> None:
+    def __init__(
+        self, seed: int = 0, fraction: float = GreedyLowballParams().fraction, **params: Any
+    ) -> None:
         super().__init__(seed, **params)
         self.fraction = float(fraction)
 
     def act(self, obs: Observation) -> dict[str, Any]:
         for r in open_requirements(obs):
-            for s in candidates(obs, r):
-                th = obs.threads.get((s.id, r.id))
-                if th is not None and th.status == "agreed" and th.valid_until_week >= obs.week:
-                    return _pr_or_award(obs, r, s, th.agreed_price)
-            for s in candidates(obs, r):
-                th = obs.threads.get((s.id, r.id))
-                if th is None or (th.status == "open" and len(th.rounds) < 3):
-                    return {
-                        "action_type": "negotiate",
-                        "supplier_id": s.id,
-                        "requirement_id": r.id,
-                        "price": round(s.list_prices[r.id] * self.fraction, 2),
-                    }
+            talk = _talkable(obs, r)
+            unasked = [s for s in talk if (s.id, r.id) not in obs.threads]
+            if unasked:
+                return self._lowball(unasked[0], r)
+            sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
+            best = _best_quote(obs, r, sups)
+            if best is not None:
+                action = _close(obs, r, best[1], best[0], best[2])
+                if action is not None:
+                    return action
+                continue
+            if talk:
+                return self._lowball(min(talk, key=lambda s: _standing(obs, s, r)), r)
         return {"action_type": "defer"}
+
+    def _lowball(self, s, r) -> dict[str, Any]:
+        return _negotiate(s, r, _floor_cents(s.list_prices[r.id] * self.fraction))
+
+
+def _standing(obs: Observation, s, r) -> tuple[float, str]:
+    th = obs.threads.get((s.id, r.id))
+    price = None if th is None else th.counter_price
+    return (math.inf if price is None else price, s.id)

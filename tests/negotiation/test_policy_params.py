@@ -46,7 +46,7 @@ def test_valid_params_reach_the_policy_unchanged() -> None:
     assert validate_policy_params("greedy_lowball", {"fraction": 1}) == {"fraction": 1.0}
     assert validate_policy_params("greedy_lowball", {}) == {}  # defaults are not filled in
     assert get_policy("greedy_lowball", seed=3, fraction=0.25).fraction == 0.25
-    assert get_policy("greedy_lowball", seed=3).fraction == 0.4
+    assert get_policy("greedy_lowball", seed=3).fraction == 0.5
     policy = get_policy("expert", seed=3)
     assert policy.params == {} and run_episode("easy_negotiation", policy, 3).steps
 
