@@ -10,11 +10,13 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.html import format_html, format_html_join
 
+from negotiation.config import TIERS
 from procurement import scenario_form
 from procurement.limits import JSONInputField
 from procurement.models import (
     Decision,
     Episode,
+    Evaluation,
     PolicyConfig,
     RequirementTemplate,
     Scenario,
@@ -111,6 +113,19 @@ ScenarioAdminForm = type(
 )
 
 
+def _copy_at_tier(tier: str):
+    def action(modeladmin, request, queryset) -> None:
+        for scenario in queryset:
+            try:
+                copy = scenario_services.copy_scenario(scenario, user=request.user, tier=tier)
+            except ValidationError as exc:
+                modeladmin.message_user(request, "; ".join(exc.messages), messages.ERROR)
+                return
+            modeladmin.message_user(request, f"Copied {scenario.name} at tier {tier}: {copy.name}.")
+
+    return action
+
+
 @admin.register(Scenario)
 class ScenarioAdmin(ProtectResultsAdmin):
     form = ScenarioAdminForm
@@ -181,6 +196,14 @@ class ScenarioAdmin(ProtectResultsAdmin):
         for scenario in queryset:
             copy = scenario_services.copy_scenario(scenario, user=request.user)
             self.message_user(request, f"Copied {scenario.name} to {copy.name}.")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        # One "copy at tier" action per curriculum tier (negotiation.curriculum).
+        for tier in TIERS:
+            name = f"copy_at_{tier}"
+            actions[name] = (_copy_at_tier(tier), name, f"Copy selected at curriculum tier: {tier}")
+        return actions
 
     @admin.action(description="Run an episode now (expert policy, next seed)")
     def run_episode_now(self, request, queryset) -> None:
@@ -265,6 +288,12 @@ class SweepCellAdmin(ReadOnlyAdmin):
     list_display = ["sweep", "scenario", "policy", "seed", "status", "score"]
     list_filter = ["status"]
     raw_id_fields = ["sweep", "episode"]
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "name", "seeds", "episodes", "seconds", "created_by", "created_at"]
+    search_fields = ["name"]
 
 
 class PolicyConfigAdminForm(forms.ModelForm):

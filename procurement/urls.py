@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from procurement.views import episodes, health, pages, scenarios, sweeps
+from procurement.views import episodes, evaluations, health, pages, scenarios, sweeps
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
@@ -12,6 +12,8 @@ urlpatterns = [
     path("scenarios/", scenarios.scenario_list, name="scenario-list-page"),
     path("scenarios/<int:scenario_id>/", scenarios.scenario_detail, name="scenario-page"),
     path("sweeps/<int:sweep_id>/", sweeps.sweep_detail, name="sweep-page"),
+    path("evaluations/", evaluations.evaluation_index, name="evaluation-list-page"),
+    path("evaluations/<int:evaluation_id>/", evaluations.evaluation_detail, name="evaluation-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
     path("admin/", admin.site.urls),

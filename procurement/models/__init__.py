@@ -1,8 +1,10 @@
-"""The domain models: scenarios and their catalogue, policies, episodes, decisions, sweeps."""
+"""The domain models: scenarios and their catalogue, policies, episodes, decisions, sweeps,
+evaluations."""
 
 from procurement.models.approval import ApprovalRequest, ApprovalStatus
 from procurement.models.catalogue import RequirementTemplate, SupplierProfile
 from procurement.models.episode import Decision, Episode, EpisodeStatus
+from procurement.models.evaluation import Evaluation
 from procurement.models.policy import PolicyConfig
 from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
@@ -13,6 +15,7 @@ __all__ = [
     "Decision",
     "Episode",
     "EpisodeStatus",
+    "Evaluation",
     "PolicyConfig",
     "RequirementTemplate",
     "Scenario",

@@ -15,7 +15,7 @@ from django.db import transaction
 from procurement.roles import ROLES, Role
 
 ADMIN_MODELS = ("scenario", "policyconfig", "requirementtemplate", "supplierprofile")
-VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell")
+VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell", "evaluation")
 
 
 def ensure_role_groups() -> dict[str, Group]:

@@ -8,9 +8,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from negotiation import ScenarioValidationError, list_policies, list_presets
+from negotiation import ScenarioValidationError, apply_tier, list_policies, list_presets
 from negotiation import load_scenario as engine_load_scenario
 from negotiation.catalogue import get_catalogue
+from negotiation.config import TIERS
 from negotiation.scenarios import DEFAULT_LLM
 from procurement.models import PolicyConfig, RequirementTemplate, Scenario
 from procurement.models.policy import LLM_POLICY
@@ -71,15 +72,32 @@ def delete_scenario(scenario: Scenario) -> None:
     delete_unreferenced(obj=scenario)
 
 
-@transaction.atomic
-def copy_scenario(source: Scenario, *, name: str | None = None, user=None) -> Scenario:
-    base = name or f"{source.name}-copy"
+def _free_name(base: str) -> str:
     candidate, n = base, 1
     while Scenario.objects.filter(name=candidate).exists():
         n += 1
         candidate = f"{base}-{n}"
+    return candidate
+
+
+@transaction.atomic
+def copy_scenario(
+    source: Scenario, *, name: str | None = None, user=None, tier: str | None = None
+) -> Scenario:
+    """An editable copy; with ``tier``, the curriculum tier's world parameters applied
+    (negotiation.curriculum.apply_tier: personas, deception, rivals, volatility, ...)."""
+    config = dict(source.config)
+    description = source.description
+    if tier is not None:
+        if tier not in TIERS:
+            raise ValidationError(
+                {"tier": [f"Unknown tier '{tier}'; use one of {', '.join(TIERS)}."]}
+            )
+        config = apply_tier(engine_load_scenario(config), tier).model_dump(mode="json")
+        description = f"{description} (curriculum tier: {tier})".strip()
+    base = name or (f"{source.name}-{tier}" if tier else f"{source.name}-copy")
     copy = create_scenario(
-        name=candidate, config=source.config, description=source.description, user=user
+        name=_free_name(base[:100]), config=config, description=description, user=user
     )
     copy.preset_name = source.preset_name
     copy.save(update_fields=["preset_name"])

@@ -161,6 +161,40 @@ def test_copy_preset_action(admin_client, preset) -> None:
 
 
 @pytest.mark.django_db
+def test_copy_at_a_curriculum_tier_action(admin_client, preset) -> None:
+    from negotiation import apply_tier, load_scenario
+
+    response = admin_client.post(
+        "/admin/procurement/scenario/",
+        {"action": "copy_at_master", "_selected_action": [preset.pk]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    copy = Scenario.objects.get(name="easy_negotiation-master")
+    expected = apply_tier(load_scenario("easy_negotiation"), "master").model_dump(mode="json")
+    assert copy.config["curriculum_tier"] == "master" and not copy.is_preset
+    assert {k: v for k, v in copy.config.items() if k not in ("name", "description")} == {
+        k: v for k, v in expected.items() if k not in ("name", "description")
+    }
+    assert "Copied easy_negotiation at tier master" in response.content.decode()
+    # Every tier is offered on the list page.
+    page = admin_client.get("/admin/procurement/scenario/").content.decode()
+    assert all(f"copy_at_{t}" in page for t in ("novice", "apprentice", "practitioner"))
+
+
+@pytest.mark.django_db
+def test_copy_at_an_unknown_tier_is_refused_and_creates_nothing(preset) -> None:
+    from django.core.exceptions import ValidationError
+
+    from procurement.services.scenarios import copy_scenario
+
+    before = Scenario.objects.count()
+    with pytest.raises(ValidationError, match="Unknown tier"):
+        copy_scenario(preset, tier="grandmaster")
+    assert Scenario.objects.count() == before
+
+
+@pytest.mark.django_db
 def test_run_episode_now_action(admin_client, preset, django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = admin_client.post(

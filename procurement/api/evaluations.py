@@ -1,0 +1,58 @@
+"""Read-only REST views of stored evaluations (``manage.py evaluate`` writes them)."""
+
+from __future__ import annotations
+
+from rest_framework import mixins, serializers, viewsets
+
+from procurement.api.permissions import RolePermission
+from procurement.models import Evaluation
+from procurement.selectors.evaluations import evaluation_list
+
+ID_REGEX = r"[0-9]{1,18}"  # as the other viewsets: a non-numeric id is a 404
+
+
+class EvaluationSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Evaluation
+        fields = [
+            "id",
+            "name",
+            "policies",
+            "scenarios",
+            "tiers",
+            "seeds",
+            "seed_start",
+            "workers",
+            "episodes",
+            "seconds",
+            "created_by",
+            "started_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class EvaluationDetailSerializer(EvaluationSerializer):
+    class Meta(EvaluationSerializer.Meta):
+        fields = [*EvaluationSerializer.Meta.fields, "leaderboard", "ratings"]
+        read_only_fields = fields
+
+
+class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Stored policy evaluations: the list, and one with its leaderboard (per scenario,
+    tier and policy: mean score with a bootstrap 95 % CI, deal rate, buyer share, mutual
+    loss, rounds per deal, invalid-action rate) and cross-play ratings (mu, sigma,
+    ordinal). Read-only: evaluations are run with ``manage.py evaluate``."""
+
+    permission_classes = [RolePermission]
+    lookup_value_regex = ID_REGEX
+
+    def get_queryset(self):
+        if self.action == "retrieve":
+            return Evaluation.objects.select_related("created_by")
+        return evaluation_list()
+
+    def get_serializer_class(self):
+        return EvaluationDetailSerializer if self.action == "retrieve" else EvaluationSerializer

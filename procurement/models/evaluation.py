@@ -1,0 +1,36 @@
+from django.conf import settings
+from django.db import models
+
+
+class Evaluation(models.Model):
+    """A finished policy evaluation (``manage.py evaluate``): its parameters, and the
+    leaderboard and cross-play ratings that negotiation/evaluation.py computed, as JSON.
+
+    Rows are written once, complete, when the run ends; nothing refers to scenario or
+    policy rows, so a stored evaluation stays readable whatever is edited later.
+    """
+
+    name = models.CharField(max_length=200, blank=True)
+    policies = models.JSONField(help_text="Buyer policy names, in the order given.")
+    scenarios = models.JSONField(help_text="Scenario names, in the order given.")
+    tiers = models.JSONField(
+        default=list, blank=True, help_text="Curriculum tiers; empty: each scenario as stored."
+    )
+    seeds = models.PositiveIntegerField()
+    seed_start = models.BigIntegerField(default=0)
+    workers = models.PositiveSmallIntegerField(default=1)
+    episodes = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0, help_text="Wall time of the run.")
+    leaderboard = models.JSONField(default=list, blank=True)
+    ratings = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    started_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name or f"evaluation {self.pk}"

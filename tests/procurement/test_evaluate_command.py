@@ -1,0 +1,111 @@
+"""manage.py evaluate: prints and stores a leaderboard with ratings; bad input stores nothing."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from negotiation import load_scenario, run_episode
+from procurement.models import Evaluation, Scenario
+
+
+def _call(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("evaluate", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_evaluate_prints_and_stores_the_leaderboard_and_ratings() -> None:
+    text, err = _call(
+        "--policies",
+        "expert,always_accept,random",
+        "--scenarios",
+        "bilateral_hardball,bilateral_distressed",
+        "--seeds",
+        "5",
+        "--name",
+        "smoke",
+    )
+    evaluation = Evaluation.objects.get()
+    assert evaluation.name == "smoke" and evaluation.created_by is None
+    assert evaluation.policies == ["expert", "always_accept", "random"]
+    assert evaluation.scenarios == ["bilateral_hardball", "bilateral_distressed"]
+    assert (evaluation.seeds, evaluation.seed_start, evaluation.tiers) == (5, 0, [])
+    assert evaluation.episodes == 30 and len(evaluation.leaderboard) == 6
+    expected = sum(run_episode("bilateral_hardball", "expert", s).score for s in range(5)) / 5
+    top = evaluation.leaderboard[0]
+    assert (top["scenario"], top["policy"]) == ("bilateral_hardball", "expert")
+    assert top["score"]["mean"] == pytest.approx(expected)
+    players = {r["player"]: r for r in evaluation.ratings}
+    assert players["expert"]["ordinal"] > players["random"]["ordinal"]
+    assert {"persona:hardball", "persona:distressed"} <= set(players)
+    assert f"Evaluation #{evaluation.pk}: 30 episodes" in text
+    assert "bilateral_distressed" in text and "persona:hardball" in text and "ordinal" in text
+    assert f"{expected:.3f}" in text
+    assert "30/30" in err  # the progress bar
+
+
+@pytest.mark.django_db
+def test_evaluate_per_tier_with_workers() -> None:
+    text, _ = _call(
+        "--policies",
+        "expert,greedy_lowball",
+        "--scenarios",
+        "bilateral",
+        "--seeds",
+        "3",
+        "--seed-start",
+        "10",
+        "--tiers",
+        "novice,master",
+        "--workers",
+        "2",
+    )
+    evaluation = Evaluation.objects.get()
+    assert evaluation.tiers == ["novice", "master"] and evaluation.workers == 2
+    assert [(r["tier"], r["policy"]) for r in evaluation.leaderboard] == [
+        ("novice", "expert"),
+        ("novice", "greedy_lowball"),
+        ("master", "expert"),
+        ("master", "greedy_lowball"),
+    ]
+    assert "bilateral@novice" in text and "bilateral@master" in text
+
+
+@pytest.mark.django_db
+def test_evaluate_takes_a_stored_scenario_copy(seeded) -> None:
+    config = load_scenario("bilateral", persona="deceptive").model_dump(mode="json")
+    Scenario.objects.create(name="my-bilateral", config=config)
+    _call("--policies", "expert", "--scenarios", "my-bilateral", "--seeds", "2")
+    evaluation = Evaluation.objects.get()
+    assert evaluation.leaderboard[0]["scenario"] == "my-bilateral"
+    assert {r["player"] for r in evaluation.ratings} == {"expert", "persona:deceptive"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policies", "expert,human"], "--policies: 'human' needs a person"),
+        (["--policies", "llm"], "--policies: 'llm' needs a language-model backend"),
+        (["--policies", "nope"], "--policies: Unknown policy 'nope'"),
+        (["--scenarios", "nope"], "--scenarios: Unknown scenario 'nope'"),
+        (["--scenarios", "llm_bilateral"], "language model"),
+        (["--seeds", "0"], "--seeds: A whole number from 1"),
+        (["--seeds", "many"], "'many' is not a whole number"),
+        (["--seeds", "20000"], "--seeds: A whole number from 1"),
+        (["--tiers", "legend"], "--tiers: Unknown tier 'legend'"),
+        (["--workers", "0"], "--workers: A whole number from 1"),
+        (["--seed-start", "-1"], "seed"),
+        (["--name", "x" * 201], "--name: At most 200"),
+    ],
+)
+def test_bad_input_is_a_command_error_and_stores_nothing(args, message) -> None:
+    base = {"--policies": "expert", "--scenarios": "bilateral", "--seeds": "2"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    with pytest.raises(CommandError, match=message.replace("(", r"\(")):
+        _call(*[x for pair in base.items() for x in pair])
+    assert Evaluation.objects.count() == 0
