@@ -251,3 +251,25 @@ class SweepCreateSerializer(serializers.Serializer):
             if len({o.pk for o in attrs[field]}) != len(attrs[field]):
                 raise serializers.ValidationError({field: ["Each entry may appear only once."]})
         return attrs
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["system", "user", "assistant"])
+    content = serializers.CharField()
+
+
+class DatasetRecordSerializer(serializers.Serializer):
+    """One line of a training-data export (documentation only: the records stream)."""
+
+    messages = ChatMessageSerializer(many=True, help_text="system, user, assistant: for SFT.")
+    prompt = ChatMessageSerializer(many=True, help_text="system, user: the LLM buyer's prompt.")
+    completion = ChatMessageSerializer(many=True, help_text="assistant: the action as JSON.")
+    reward = serializers.FloatField(help_text="The step's reward.")
+    score = serializers.FloatField(help_text="The episode's score.")
+    valid = serializers.BooleanField(help_text="Whether the engine accepted the action.")
+    actor = serializers.CharField(help_text="policy, llm, fallback:<policy> or human.")
+    episode_id = serializers.IntegerField()
+    scenario = serializers.CharField()
+    policy = serializers.CharField()
+    seed = serializers.IntegerField()
+    step = serializers.IntegerField()

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import AsyncIterator, Iterator
 
 import django_filters
-from django.http import HttpResponse
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
@@ -28,6 +33,7 @@ from procurement.selectors.episodes import (
     public_state_at,
 )
 from procurement.services import approvals, human_seat
+from procurement.services import datasets as dataset_services
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
@@ -375,3 +381,77 @@ class SweepViewSet(
                 status=status.HTTP_409_CONFLICT,
             )
         return Response(s.SweepSerializer(sweep).data)
+
+
+class DatasetNegotiation(DefaultContentNegotiation):
+    """Here ``?format=`` names the dataset's format, not one of DRF's renderers, and the
+    records stream whatever the client accepts: answers that are not records are JSON."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class DatasetViewSet(viewsets.ViewSet):
+    """Training data from stored episodes (see procurement.services.datasets)."""
+
+    permission_classes = [RolePermission]
+    content_negotiation_class = DatasetNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=list(dataset_services.FORMATS), default="jsonl"),
+            OpenApiParameter(
+                "scenario",
+                {"type": "array", "items": {"type": "string"}},
+                explode=True,
+                description="Scenario name; repeat it for several (none: every scenario).",
+            ),
+            OpenApiParameter(
+                "policy",
+                {"type": "array", "items": {"type": "string"}},
+                explode=True,
+                description="Policy name; repeat it for several (none: every policy).",
+            ),
+            OpenApiParameter(
+                "min_score", float, description="Only episodes that scored at least this (0-1)."
+            ),
+        ],
+        responses={
+            (200, "application/x-ndjson"): s.DatasetRecordSerializer,
+            400: OpenApiResponse(description="A bad filter: {filter: [message]}."),
+        },
+    )
+    @action(detail=False, methods=["get"])
+    def export(self, request):
+        """Chat-format training records, one JSON line per decision of every finished
+        episode that passes the filters (episodes with LLM suppliers are left out: their
+        steps cannot be replayed): ``messages`` for SFT, ``prompt`` + ``completion`` for
+        GRPO, the step's reward, the episode's score and ids. The same records as
+        ``manage.py export_dataset``."""
+        params = request.query_params
+        try:
+            export = dataset_services.dataset_export(
+                format=params.get("format", "jsonl"),
+                scenarios=params.getlist("scenario"),
+                policies=params.getlist("policy"),
+                min_score=params.get("min_score"),
+            )
+        except dataset_services.DatasetFilterError as exc:
+            errors = {field: [message] for field, message in exc.errors.items()}
+            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        lines = export.lines()
+        response = StreamingHttpResponse(
+            _async_chunks(lines) if isinstance(request._request, ASGIRequest) else lines,
+            content_type=dataset_services.CONTENT_TYPES[export.format],
+        )
+        response["Content-Disposition"] = f'attachment; filename="dataset.{export.format}"'
+        return response
+
+
+async def _async_chunks(lines: Iterator[str], size: int = 64) -> AsyncIterator[str]:
+    """Under ASGI (daphne) the records stream through an async iterator (Django would
+    collect a sync one whole before sending it); each chunk is made in the request's
+    thread, where the database connection is."""
+    take = sync_to_async(lambda: "".join(itertools.islice(lines, size)))
+    while chunk := await take():
+        yield chunk

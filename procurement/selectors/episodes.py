@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.db.models import QuerySet
 
-from procurement.models import Decision, Episode
+from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+
+if TYPE_CHECKING:
+    from negotiation import Observation, ProcurementEnv
 
 
 def episode_list() -> QuerySet[Episode]:
@@ -18,6 +23,36 @@ def episode_decisions(episode: Episode) -> QuerySet[Decision]:
     return episode.decisions.order_by("step")
 
 
+def finished_episode_list(
+    *,
+    scenarios: Collection[str] = (),
+    policies: Collection[str] = (),
+    min_score: float | None = None,
+) -> QuerySet[Episode]:
+    """Finished episodes, oldest first, of these scenario and policy names (empty: any)
+    that scored at least ``min_score``."""
+    episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED, score__isnull=False)
+    if scenarios:
+        episodes = episodes.filter(scenario_name__in=scenarios)
+    if policies:
+        episodes = episodes.filter(policy_name__in=policies)
+    if min_score is not None:
+        episodes = episodes.filter(score__gte=min_score)
+    return episodes.order_by("pk")
+
+
+KNOWN_NAMES = {"scenario": (Scenario, "scenario_name"), "policy": (PolicyConfig, "policy_name")}
+
+
+def unknown_names(kind: Literal["scenario", "policy"], names: Collection[str]) -> list[str]:
+    """Those of ``names`` that no stored scenario (or policy) has and no episode was
+    played under (an episode keeps the name it ran with)."""
+    model, field = KNOWN_NAMES[kind]
+    known = set(model.objects.filter(name__in=names).values_list("name", flat=True))
+    known |= set(Episode.objects.filter(**{f"{field}__in": names}).values_list(field, flat=True))
+    return [n for n in names if n not in known]
+
+
 class StateUnavailable(Exception):
     """The public state of a past step cannot be derived (the message says why)."""
 
@@ -26,27 +61,38 @@ class NoSuchStep(ValueError):
     pass
 
 
-def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
-    """What the buyer saw after decision ``step`` (-1: before the first), derived by
-    replaying the stored actions through the pinned scenario: the engine is deterministic,
-    so nothing per step needs storing. Public state only: the observation never carries
-    reservations, tactics or stress.
-    """
+def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
+    """What the buyer saw before the first decision, then after each of ``actions`` (the
+    episode's stored ones, in step order), derived by replaying them through the pinned
+    scenario and seed: the engine is deterministic, so nothing per step needs storing.
+    Public state only: an observation never carries reservations, tactics or stress. Read
+    each observation before asking for the next one (the engine steps in between).
+
+    Raises StateUnavailable at once (before any replay) for LLM suppliers."""
     from negotiation import ProcurementEnv, load_scenario
 
-    if not -1 <= step < episode.steps:
-        raise NoSuchStep(f"step must be between -1 and {episode.steps - 1}; got {step}.")
     config = load_scenario(episode.scenario_snapshot)
     if config.supplier_llm is not None and config.supplier_llm.personas:
         raise StateUnavailable(
             "Its suppliers are language models: a past step's boards would need the model "
             "again. The decision timeline holds every step."
         )
-    env = ProcurementEnv(config)
-    observation = env.reset(seed=episode.seed)
+    return _replay(ProcurementEnv(config), episode.seed, actions)
+
+
+def _replay(env: ProcurementEnv, seed: int, actions: Iterable[Any]) -> Iterator[Observation]:
+    yield env.reset(seed=seed)
+    for action in actions:
+        yield env.step(action).observation
+
+
+def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
+    """What the buyer saw after decision ``step`` (-1: before the first), for the replay
+    boards (see ``replayed_observations``)."""
+    if not -1 <= step < episode.steps:
+        raise NoSuchStep(f"step must be between -1 and {episode.steps - 1}; got {step}.")
     actions = episode_decisions(episode).filter(step__lte=step).values_list("action", flat=True)
-    for action in actions.iterator(chunk_size=2000):
-        observation = env.step(action).observation
-    state = observation.to_dict()
+    replay = replayed_observations(episode, actions.iterator(chunk_size=2000))
+    state = deque(replay, maxlen=1).pop().to_dict()  # the last one: after ``step``
     state["after_step"] = step
     return state
