@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from negotiation import list_policies, run_episode  # noqa: E402 (after the path)
+from negotiation import run_episode  # noqa: E402 (after the path)
+from negotiation.evaluation import headless_policies  # noqa: E402
+from negotiation.stats import bootstrap_mean_ci  # noqa: E402
 
 DEFAULT_PRESETS = (
     "easy_negotiation",
@@ -38,15 +39,6 @@ DEFAULT_PRESETS = (
     "bilateral_deceptive",
     "bilateral_distressed",
 )
-
-
-def bootstrap_ci(xs: list[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    if len(xs) < 2:
-        return (xs[0], xs[0]) if xs else (0.0, 0.0)
-    rng = random.Random(seed)
-    n = len(xs)
-    means = sorted(sum(rng.choices(xs, k=n)) / n for _ in range(n_boot))
-    return means[int(0.025 * n_boot)], means[int(0.975 * n_boot) - 1]
 
 
 # Runs in a subprocess inside the baseline's source tree: CPU seconds for the episodes.
@@ -112,8 +104,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--presets", default=",".join(DEFAULT_PRESETS))
-    rule_policies = [p for p in list_policies() if p != "llm"]  # bench/llm.py measures it
-    ap.add_argument("--policies", default=",".join(rule_policies))
+    # Rule policies only: bench/llm.py measures the LLM buyer; a human needs a person.
+    ap.add_argument("--policies", default=",".join(headless_policies()))
     ap.add_argument("--baseline", help="git commit to time against (before/after)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
@@ -145,7 +137,8 @@ def main() -> None:
                 )
             )
             scores = [r.score for r in results]
-            lo, hi = bootstrap_ci(scores)
+            ci = bootstrap_mean_ci(scores)
+            lo, hi = ci.low, ci.high
             m = statistics.mean
             tables.setdefault(preset, []).append(
                 (
