@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from procurement.openenv_mount import OpenEnvMount  # noqa: E402
 from procurement.routing import websocket_urlpatterns  # noqa: E402
 from workers.publish import LoopBindingMiddleware  # noqa: E402
 
@@ -25,6 +26,7 @@ application = LoopBindingMiddleware(
         }
     )
 )
+application = OpenEnvMount(application)  # /openenv/: the OpenEnv server, behind the API's login
 
 if settings.TASK_RUNNER == "thread" and settings.RECONCILE_ON_START:
     # Embedded: this process is the only worker. Resume at once whatever a previous web

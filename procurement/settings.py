@@ -253,6 +253,12 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 LLM_MAX_ACTIVE_EPISODES_PER_USER = env.int("LLM_MAX_ACTIVE_EPISODES_PER_USER", default=4)
 LLM_MAX_SWEEP_CELLS_PER_USER = env.int("LLM_MAX_SWEEP_CELLS_PER_USER", default=500)
 
+# --- OpenEnv (/openenv/ and manage.py serve_openenv) ------------------------------------
+# WebSocket sessions at once, one environment each; the next is refused CAPACITY_REACHED.
+OPENENV_MAX_SESSIONS = env.int("OPENENV_MAX_SESSIONS", default=64)
+if OPENENV_MAX_SESSIONS < 1:
+    raise ImproperlyConfigured("OPENENV_MAX_SESSIONS must be at least 1.")
+
 # --- recovery ---------------------------------------------------------------------------
 # A run (episode or sweep) that is not finished, whose heartbeat is older than this and for
 # which the broker holds no message, has stopped: the reconciler resumes it. Longer than
