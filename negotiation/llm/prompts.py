@@ -58,8 +58,9 @@ def _action_lines() -> list[str]:
 _ACTIONS = "\n".join(_action_lines())
 
 
-def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
-    rules = (
+def buyer_rules(obs: Observation) -> str:
+    """The rules of the buyer's world, whatever the reply format (JSON or tool calls)."""
+    return (
         "You are the buyer of a company's procurement team, negotiating with suppliers.\n"
         "Goal: every requirement delivered by its deadline (critical ones first), at the "
         "lowest unit price you can get, never above its ceiling, within the budget.\n"
@@ -77,6 +78,10 @@ def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
         f"amount <= {obs.pr_guardrail} x ceiling x quantity needed).\n"
         "- Invalid actions waste the slot and cost score. Tells are noisy signals in 0-1.\n"
     )
+
+
+def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
+    rules = buyer_rules(obs)
     if narrator:
         return rules + (
             "Your colleague has already chosen the next action. Write what goes with it: "
@@ -123,7 +128,16 @@ def _thread_head(th: Thread) -> str:
     return head
 
 
-def _state_lines(obs: Observation, previous_action: dict[str, Any] | None) -> list[_Line]:
+NEXT_JSON = "Your next action (one JSON object):"
+
+
+def _state_lines(
+    obs: Observation,
+    previous_action: dict[str, Any] | None,
+    next_line: str = NEXT_JSON,
+    *,
+    with_error: bool = True,
+) -> list[_Line]:
     last_week = obs.weeks - 1
     out = [
         _Line(
@@ -194,7 +208,7 @@ def _state_lines(obs: Observation, previous_action: dict[str, Any] | None) -> li
         [f"- wk{e.week} {e.kind}: {e.text}" for e in obs.events[-EVENTS_SHOWN:]],
         event=True,
     )
-    err = obs.last_action.get("error") if obs.last_action else None
+    err = obs.last_action.get("error") if obs.last_action and with_error else None
     if err:
         shown = f" Your action was {_compact(previous_action)}." if previous_action else ""
         out.append(
@@ -203,7 +217,7 @@ def _state_lines(obs: Observation, previous_action: dict[str, Any] | None) -> li
                 "Fix it or choose another action."
             )
         )
-    out.append(_Line("Your next action (one JSON object):"))
+    out.append(_Line(next_line))
     return out
 
 
@@ -237,6 +251,19 @@ def fit_lines(lines: Sequence[_Line], max_chars: int) -> str:
     if len(text) > max_chars:
         text = text[: max(0, max_chars - len(TRUNCATED))] + TRUNCATED
     return text
+
+
+def buyer_state_text(
+    obs: Observation,
+    *,
+    max_chars: int = MAX_PROMPT_CHARS,
+    next_line: str = NEXT_JSON,
+    with_error: bool = True,
+) -> str:
+    """The public state as the buyer reads it, ending with ``next_line`` (what to do);
+    ``with_error=False`` leaves out the previous action's error where the caller has
+    already reported it."""
+    return fit_lines(_state_lines(obs, None, next_line, with_error=with_error), max_chars)
 
 
 def buyer_messages(
