@@ -5,11 +5,12 @@ daphne and channels-redis on loopback, as the dashboard receives it.
 
 Starts its own PostgreSQL and Redis (tests/servers.py) and a daphne serving
 procurement.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
-with the session cookie), then plays a real episode (hard_arena, expert) in this process
-through the production runner: each decision is stored (COPY) and published to the
-episode's group. A client's latency for a decision is its receive time minus the
-decision's ``created_at`` (stamped just before the write, so the figure includes the
-write itself). Prints p50/p95/p99 latency, messages delivered per second, and whether
+with the session cookie), then plays a real episode (hard_arena, expert) through the
+production runner in a separate process, as a worker would (in the clients' process its
+Python would compete with theirs for one interpreter lock): each decision is stored (COPY)
+and published to the episode's group. A client's latency for a decision is its receive
+time minus the decision's ``created_at`` (stamped just before the write, so the figure
+includes the write itself). Prints p50/p95/p99 latency, messages delivered per second, and whether
 every client got every decision.
 """
 
@@ -18,9 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,8 +66,9 @@ async def client(
         if counter[0] == counter[1]:
             ready.set()
         while True:
-            message = json.loads(await ws.recv())
-            now = time.time()
+            raw = await ws.recv()
+            now = time.time()  # on arrival, before this client's own parsing
+            message = json.loads(raw)
             if message["type"] == "episode.decisions":
                 for decision in message["decisions"]:
                     got[decision["step"]] = now
@@ -75,9 +79,8 @@ async def client(
                 return
 
 
-async def measure(web_url: str, session: str, episode_id: int, clients: int, play) -> dict:
-    url = web_url.replace("http", "ws") + f"/ws/episodes/{episode_id}/"
-    headers = {"Cookie": f"sessionid={session}", "Origin": web_url}
+async def _clients(url: str, headers: dict, clients: int, connected, results) -> None:
+    """One process's share of the viewers: connect, report ready, receive until the end."""
     ready = asyncio.Event()
     counter = [0, clients]
     received: list[dict[int, float]] = [{} for _ in range(clients)]
@@ -90,19 +93,56 @@ async def measure(web_url: str, session: str, episode_id: int, clients: int, pla
         if i % 25 == 24:
             await asyncio.sleep(0.25)  # connect in waves, as page loads would
     await asyncio.wait_for(ready.wait(), timeout=300)
+    with connected.get_lock():
+        connected.value += 1
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    results.put((received, retries[0]))
+
+
+def _client_process(url: str, headers: dict, clients: int, connected, results) -> None:
+    asyncio.run(_clients(url, headers, clients, connected, results))
+
+
+def measure(web_url: str, session: str, episode_id: int, clients: int, procs: int, play) -> dict:
+    """Viewers spread over ``procs`` processes (browsers do not share one interpreter),
+    then the episode is played; returns every viewer's receive times."""
+    url = web_url.replace("http", "ws") + f"/ws/episodes/{episode_id}/"
+    headers = {"Cookie": f"sessionid={session}", "Origin": web_url}
+    ctx = multiprocessing.get_context("spawn")
+    connected, results = ctx.Value("i", 0), ctx.Queue()
+    procs = max(1, min(procs, clients))
+    shares = [clients // procs + (i < clients % procs) for i in range(procs)]
+    workers = [
+        ctx.Process(target=_client_process, args=(url, headers, n, connected, results))
+        for n in shares
+    ]
+    for w in workers:
+        w.start()
+    deadline = time.monotonic() + 300
+    while connected.value < procs:
+        if time.monotonic() > deadline or any(w.exitcode not in (None, 0) for w in workers):
+            raise RuntimeError("viewers could not connect")
+        time.sleep(0.05)
     started = time.perf_counter()
-    await asyncio.to_thread(play)
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=300)
-    return {
-        "received": received,
-        "seconds": time.perf_counter() - started,
-        "retries": retries[0],
-    }
+    play()
+    received: list[dict[int, float]] = []
+    retries = 0
+    for _ in workers:
+        got, retried = results.get(timeout=600)
+        received.extend(got)
+        retries += retried
+    seconds = time.perf_counter() - started
+    for w in workers:
+        w.join(timeout=30)
+    return {"received": received, "seconds": seconds, "retries": retries}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument(
+        "--client-procs", type=int, default=4, help="processes the viewers are spread over"
+    )
     parser.add_argument(
         "--step-delay", type=float, default=0.4, help="0.4 s is the dashboard's live pace"
     )
@@ -113,20 +153,31 @@ def main() -> None:
     pg = PostgresServer(max_connections=60).start()
     redis = RedisServer(appendonly=False).start()
     try:
-        run(pg, redis, args.clients, args.step_delay)
+        run(pg, redis, args.clients, args.step_delay, args.client_procs)
     finally:
         redis.close()
         pg.close()
 
 
-def run(pg: PostgresServer, redis: RedisServer, clients: list[int], step_delay: float) -> None:
+def play_apart(episode_id: int) -> None:
+    """Run the stored episode in its own process, as a worker would."""
+    code = (
+        "import django, sys; django.setup(); "
+        "from procurement.services.episode_runner import run_stored_episode; "
+        "run_stored_episode(int(sys.argv[1]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(episode_id)], cwd=ROOT, check=True)
+
+
+def run(
+    pg: PostgresServer, redis: RedisServer, clients: list[int], step_delay: float, procs: int
+) -> None:
     database_url = load.prepare_database(pg)
     os.environ.update(load.app_env(database_url, REDIS_URL=redis.url(0), RECONCILE_ON_START="0"))
     import django
 
     django.setup()
     from procurement.models import Decision, PolicyConfig, Scenario
-    from procurement.services.episode_runner import run_stored_episode
     from procurement.services.episodes import start_episode
 
     web = load.WebProcess(database_url, REDIS_URL=redis.url(0))
@@ -141,10 +192,8 @@ def run(pg: PostgresServer, redis: RedisServer, clients: list[int], step_delay: 
                 step_delay=step_delay,
                 enqueue=False,
             )
-            result = asyncio.run(
-                measure(
-                    web.url, session, episode.pk, n, lambda pk=episode.pk: run_stored_episode(pk)
-                )
+            result = measure(
+                web.url, session, episode.pk, n, procs, lambda pk=episode.pk: play_apart(pk)
             )
             stamps = dict(
                 Decision.objects.filter(episode=episode).values_list("step", "created_at")

@@ -106,7 +106,7 @@ def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
 ) -> None:
     """Two SmolLM2 episodes (buyer and supplier) through the gpu queue of a threaded
     worker: batched together, every decision stored, every decision published."""
-    from channels_redis.core import RedisChannelLayer
+    from django.utils.module_loading import import_string
 
     from tests.workers.fault_stack import Stack
 
@@ -124,7 +124,8 @@ def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
         assert queues == {"gpu"}
         config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
         hosts = [{**config["hosts"][0], "address": stack.redis.url(0)}]  # our settings
-        layer = RedisChannelLayer(hosts=hosts, prefix=config["prefix"])
+        layer_class = import_string(settings.CHANNEL_LAYERS["default"]["BACKEND"])  # ours
+        layer = layer_class(hosts=hosts, prefix=config["prefix"])
         received: dict[int, list] = {i: [] for i in ids}
 
         async def listen() -> None:
