@@ -27,6 +27,7 @@ from typing import Any
 from negotiation.actions import SERVICE_FIELDS
 from negotiation.llm.actions_schema import parse_action
 from negotiation.llm.prompts import MAX_PROMPT_CHARS, buyer_messages
+from procurement.limits import NUL_PROBLEM
 from procurement.models import Episode
 from procurement.selectors.episodes import (
     StateUnavailable,
@@ -147,6 +148,9 @@ def dataset_export(
     scenarios = [n for n in dict.fromkeys(scenarios) if n]
     policies = [n for n in dict.fromkeys(policies) if n]
     for kind, names in (("scenario", scenarios), ("policy", policies)):
+        if any("\x00" in n for n in names):  # PostgreSQL text cannot hold it: refuse first
+            errors[kind] = NUL_PROBLEM
+            continue
         unknown = unknown_names(kind, names) if names else []
         if unknown:
             errors[kind] = f"Unknown {kind} name(s): {', '.join(unknown)}."

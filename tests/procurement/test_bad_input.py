@@ -30,6 +30,7 @@ from procurement.limits import DEPTH_PROBLEM, MAX_JSON_DEPTH, MAX_SEED, NUL_PROB
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.routing import websocket_urlpatterns
 from procurement.services.episodes import start_episode
+from procurement.services.evaluations import evaluation_create
 from procurement.services.sweeps import create_sweep
 from tests.websockets import ORIGIN, refused_code
 
@@ -45,8 +46,10 @@ def rows(seeded) -> dict[str, int]:
     expert = PolicyConfig.objects.get(name="expert")
     episode = start_episode(scenario=scenario, policy=expert, seed=1, enqueue=False)
     sweep = create_sweep(scenarios=[scenario], policies=[expert], seeds=2, enqueue=False)
+    evaluation = evaluation_create(policies="expert", scenarios="bilateral", seeds=2)
     return {"episodes": episode.pk, "sweeps": sweep.pk, "scenarios": scenario.pk,
-            "policies": expert.pk, "presets": "easy_negotiation"}  # fmt: skip
+            "policies": expert.pk, "presets": "easy_negotiation",
+            "evaluations": evaluation.pk, "datasets": ""}  # fmt: skip
 
 
 def _operations() -> Iterator[tuple[str, str, bool]]:
@@ -304,6 +307,21 @@ def _command_cases(tmp_path: Path, sweep_id: int) -> list[tuple[list[str], str]]
         (["create_local_admin", "--username", "bad name!"], "username"),
         (["reconcile", "--stall-seconds", "-1"], "zero or a positive number of seconds"),
         (["reconcile", "--stall-seconds", "inf"], "zero or a positive number of seconds"),
+        (
+            ["evaluate", "--policies", "expert", "--scenarios", "bilateral", "--seeds", HUGE],
+            "seeds",
+        ),
+        (
+            ["evaluate", "--policies", "oracle", "--scenarios", "bilateral", "--seeds", "2"],
+            "oracle",
+        ),
+        (["evaluate", "--policies", "human", "--scenarios", "bilateral", "--seeds", "2"], "human"),
+        (["evaluate", "--policies", "expert", "--scenarios", "nope", "--seeds", "2"], "nope"),
+        (["export_dataset", "--min-score", "7"], "--min-score"),
+        (["export_dataset", "--policy", f"exp{NUL}ert"], "--policy"),
+        (["export_dataset", "--output", str(tmp_path)], "directory"),
+        (["serve_openenv", "--port", "99999"], "--port"),
+        (["serve_openenv", "--max-sessions", "0"], "--max-sessions"),
     ]
 
 
