@@ -9,6 +9,7 @@ Each public entity caches its record in ``_snap``; any attribute assignment clea
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from .records import (
@@ -54,7 +55,7 @@ TELL_NAMES: tuple[str, ...] = (
 _set = object.__setattr__
 
 
-class Tracked:
+class Tracked(ABC):
     """A public entity whose immutable record is rebuilt only after it changes."""
 
     __slots__ = ("_snap",)
@@ -74,8 +75,9 @@ class Tracked:
             _set(self, "_snap", snap)
         return snap
 
+    @abstractmethod
     def _freeze(self) -> Any:
-        raise NotImplementedError
+        """The entity's immutable record (records.py) as it is now."""
 
     def to_dict(self) -> dict[str, Any]:
         return self.snapshot().to_dict()

@@ -57,6 +57,17 @@ def _best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None
     return best
 
 
+def _close_best_quote(obs: Observation, r) -> tuple[bool, dict[str, Any] | None]:
+    """(an affordable quote is on the table, the action that takes it): the action is None
+    while the award waits for a PR, and the caller serves other requirements meanwhile."""
+    sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
+    best = _best_quote(obs, r, sups)
+    if best is None:
+        return False, None
+    price, s, qty = best
+    return True, _close(obs, r, s, price, qty)
+
+
 def _pending_prs(obs: Observation, rid: str) -> int:
     return sum(
         1 for p in obs.purchase_requisitions if p.requirement_id == rid and p.status == "pending"
@@ -113,10 +124,8 @@ class AlwaysAcceptPolicy(Policy):
 
     def act(self, obs: Observation) -> dict[str, Any]:
         for r in open_requirements(obs):
-            sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
-            best = _best_quote(obs, r, sups)
-            if best is not None:
-                action = _close(obs, r, best[1], best[0], best[2])
+            quoted, action = _close_best_quote(obs, r)
+            if quoted:
                 if action is not None:
                     return action
                 continue  # waiting for a PR: serve the other requirements meanwhile
@@ -151,10 +160,8 @@ class GreedyLowballPolicy(Policy):
             unasked = [s for s in talk if (s.id, r.id) not in obs.threads]
             if unasked:
                 return self._lowball(unasked[0], r)
-            sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
-            best = _best_quote(obs, r, sups)
-            if best is not None:
-                action = _close(obs, r, best[1], best[0], best[2])
+            quoted, action = _close_best_quote(obs, r)
+            if quoted:
                 if action is not None:
                     return action
                 continue

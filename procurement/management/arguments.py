@@ -1,7 +1,8 @@
 """argparse types shared by the commands: bad values are refused before anything runs.
 
 A type that raises ``ArgumentTypeError`` makes argparse report ``argument --seed: ...``;
-under ``call_command`` Django turns that into a ``CommandError`` (no traceback).
+under ``call_command`` Django turns that into a ``CommandError`` (no traceback). Values a
+service refuses later come back through ``option_error``, named by option.
 """
 
 from __future__ import annotations
@@ -9,7 +10,20 @@ from __future__ import annotations
 import argparse
 import math
 
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError
+
 from procurement.limits import MAX_ID, seed_problem
+
+
+def option_error(exc: ValidationError) -> CommandError:
+    """A service's field errors as one line naming each option: ``--seed-start: ...``."""
+    return CommandError(
+        " ".join(
+            f"--{field.replace('_', '-')}: {' '.join(messages)}"
+            for field, messages in exc.message_dict.items()
+        )
+    )
 
 
 def integer(text: str) -> int:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import TypeVar
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from procurement.roles import CAPABILITIES, Role, has_role, user_role
+from procurement.services.quotas import QuotaExceeded
+
+T = TypeVar("T")
 
 
 def add_service_errors(form, exc: ValidationError) -> None:
@@ -17,6 +21,18 @@ def add_service_errors(form, exc: ValidationError) -> None:
     for field, messages in exc.message_dict.items():
         for message in messages:
             form.add_error(field if field in form.fields else None, message)
+
+
+def call_service(form, service: Callable[[], T]) -> T | None:
+    """Run a start/create service for a valid form: its refusals (a quota, field errors)
+    land on the form and give None, so the page shows them instead of a 500."""
+    try:
+        return service()
+    except QuotaExceeded as exc:
+        form.add_error(None, str(exc))
+    except ValidationError as exc:
+        add_service_errors(form, exc)
+    return None
 
 
 def role_required(minimum: Role) -> Callable:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -13,8 +12,7 @@ from procurement.selectors.catalog import action_form_spec
 from procurement.services import live
 from procurement.services.episodes import start_episode
 from procurement.services.human_seat import is_human
-from procurement.services.quotas import QuotaExceeded
-from procurement.views.access import add_service_errors, role_required
+from procurement.views.access import call_service, role_required
 
 
 @role_required("analyst")
@@ -22,19 +20,17 @@ def episode_new(request: HttpRequest) -> HttpResponse:
     initial = {"scenario": request.GET.get("scenario", "")[:100]}
     form = StartEpisodeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        try:
-            episode = start_episode(
+        episode = call_service(
+            form,
+            lambda: start_episode(
                 scenario=form.cleaned_data["scenario"],
                 policy=form.cleaned_data["policy"],
                 seed=form.cleaned_data["seed"],
                 step_delay=form.step_delay,
                 user=request.user,
-            )
-        except QuotaExceeded as exc:
-            form.add_error(None, str(exc))
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
+            ),
+        )
+        if episode is not None:
             return redirect("episode-page", episode_id=episode.pk)
     status = 400 if form.errors else 200
     return render(request, "procurement/episode_new.html", {"form": form}, status=status)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
@@ -11,9 +10,8 @@ from procurement.models import Sweep
 from procurement.roles import has_role
 from procurement.selectors.catalog import llm_names
 from procurement.services import live
-from procurement.services.quotas import QuotaExceeded
 from procurement.services.sweeps import create_sweep
-from procurement.views.access import add_service_errors, role_required
+from procurement.views.access import call_service, role_required
 
 
 @role_required("ops")
@@ -21,20 +19,18 @@ def sweep_new(request: HttpRequest) -> HttpResponse:
     form = StartSweepForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            sweep = create_sweep(
+        sweep = call_service(
+            form,
+            lambda: create_sweep(
                 scenarios=list(data["scenarios"]),
                 policies=list(data["policies"]),
                 seeds=data["seeds"],
                 seed_start=data["seed_start"],
                 name=data["name"],
                 user=request.user,
-            )
-        except QuotaExceeded as exc:
-            form.add_error(None, str(exc))
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
+            ),
+        )
+        if sweep is not None:
             return redirect("sweep-page", sweep_id=sweep.pk)
     context = {"form": form, "llm_names": llm_names()}
     return render(

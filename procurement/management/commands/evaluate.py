@@ -1,8 +1,8 @@
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from negotiation.evaluation import format_leaderboard, format_ratings
-from procurement.management.arguments import integer, seed
+from procurement.management.arguments import integer, option_error, seed
 from procurement.services.evaluations import evaluation_create
 
 
@@ -40,12 +40,7 @@ class Command(BaseCommand):
                 progress=self.stderr,
             )
         except ValidationError as exc:
-            raise CommandError(
-                " ".join(
-                    f"--{field.replace('_', '-')}: {' '.join(messages)}"
-                    for field, messages in exc.message_dict.items()
-                )
-            ) from None
+            raise option_error(exc) from None
         self.stdout.write(
             f"Evaluation #{evaluation.pk}: {evaluation.episodes:,} episodes in "
             f"{evaluation.seconds:.1f} s ({workers} worker{'s' if workers != 1 else ''})."

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from procurement.limits import validate_sweep_grid
-from procurement.management.arguments import positive_seconds
+from procurement.management.arguments import option_error, positive_seconds
 from procurement.models import PolicyConfig, Scenario, Sweep
 from procurement.models.status import TERMINAL_STATUSES
 from procurement.services.scenarios import seed_presets
@@ -42,12 +42,7 @@ class Command(BaseCommand):
                 seed_start=seed_start,
             )
         except ValidationError as exc:
-            raise CommandError(
-                " ".join(
-                    f"--{field.replace('_', '-')}: {' '.join(messages)}"
-                    for field, messages in exc.message_dict.items()
-                )
-            ) from None
+            raise option_error(exc) from None
         seed_presets()
         scenario_objs = self._lookup(Scenario, scenario_names, "scenario")
         policy_objs = self._lookup(PolicyConfig, policy_names, "policy")
