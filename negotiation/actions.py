@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from .concession import pressure
 from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
 from .guard import HardRuleGuard, ProposedDecision, band_floor
 from .records import FrozenDict
@@ -279,6 +280,7 @@ def _apply_decision(
         kind == "counter" and prev is not None and price == prev,
         env.cfg.deception_level,
         env.cfg.tell_noise,
+        pressure(sh, week),
     )
     label = response_label or kind
     rnd = Round(len(th.rounds) + 1, week, offer, label, price, message, FrozenDict(tells))

@@ -17,7 +17,33 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from . import field as _field  # the field personas' names; negmas itself is imported lazily
+
 PERSONAS: tuple[str, ...] = ("cooperative", "hardball", "deceptive", "distressed")
+# Field personas (field.py): third-party negotiators playing suppliers, each on the hidden
+# numbers of a base rule persona. Valid only where the optional negmas packages are
+# installed (requirements/field.txt).
+FIELD_PERSONAS: tuple[str, ...] = tuple(_field.FIELD_BASE)
+
+
+def field_persona_error(persona: str) -> str | None:
+    """Why a field persona cannot play here (its packages are missing), or None."""
+    if persona in _field.available_field_strategies():
+        return None
+    return f"Field persona '{persona}' needs the optional negmas packages: {_field.FIELD_INSTALL}."
+
+
+def _persona_help() -> str:
+    """The personas named in the admin's and the API's parameter help: the field ones
+    only where their packages are installed."""
+    names = ", ".join(PERSONAS)
+    field = _field.available_field_strategies()
+    if field:
+        names += "; field personas, played by negmas negotiators: " + ", ".join(field)
+    return names
+
+
+_PERSONA_HELP = _persona_help()
 DISRUPTION_KINDS: tuple[str, ...] = (
     "supplier_dark",
     "budget_cut",
@@ -159,8 +185,7 @@ class ScenarioConfig(BaseModel):
     persona_mix: dict[str, float] = Field(
         default_factory=_default_mix,
         description=(
-            "Weights of supplier personas (cooperative, hardball, deceptive, distressed) when "
-            "suppliers are generated."
+            f"Weights of supplier personas ({_PERSONA_HELP}) when suppliers are generated."
         ),
     )
 
@@ -344,10 +369,7 @@ class ScenarioConfig(BaseModel):
         default="hardball",
         min_length=1,
         max_length=32,
-        description=(
-            "Bilateral mode: the one supplier's persona (cooperative, hardball, deceptive, "
-            "distressed)."
-        ),
+        description=(f"Bilateral mode: the one supplier's persona ({_PERSONA_HELP})."),
     )
     bilateral_max_rounds: int = Field(
         default=8,
@@ -426,10 +448,17 @@ def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
         errs.append({"field": field, "message": message})
 
     for key, weight in cfg.persona_mix.items():
-        if key not in PERSONAS:
+        if key not in PERSONAS and key not in FIELD_PERSONAS:
             add(f"persona_mix.{key}", f"Unknown persona '{key}'; use one of {', '.join(PERSONAS)}.")
         elif not isinstance(weight, float | int) or not math.isfinite(weight) or weight < 0:
             add(f"persona_mix.{key}", "Persona weights must be finite numbers >= 0.")
+        elif (
+            key in FIELD_PERSONAS
+            and cfg.mode == "arena"  # bilateral mode plays bilateral_persona, checked below
+            and weight > 0
+            and (msg := field_persona_error(key))
+        ):
+            add(f"persona_mix.{key}", msg)
     if cfg.mode == "arena" and sum(w for w in cfg.persona_mix.values() if w > 0) <= 0:
         add("persona_mix", "At least one persona needs a positive weight.")
     for name in ("pr_threshold",):
@@ -444,7 +473,10 @@ def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
                 f"Week {d.week} is outside the horizon of {cfg.weeks} weeks.",
             )
     if cfg.mode == "bilateral":
-        if cfg.bilateral_persona not in PERSONAS:
+        if cfg.bilateral_persona in FIELD_PERSONAS:
+            if msg := field_persona_error(cfg.bilateral_persona):
+                add("bilateral_persona", msg)
+        elif cfg.bilateral_persona not in PERSONAS:
             add("bilateral_persona", f"Unknown persona; use one of {', '.join(PERSONAS)}.")
         known = catalogue_for(cfg.items).by_key
         if cfg.bilateral_item != "random" and cfg.bilateral_item not in known:
@@ -475,7 +507,13 @@ def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
             add(f"supplier_roster.{i}.categories", "Serves none of the scenario's categories.")
     if cfg.supplier_llm is not None:
         for p in cfg.supplier_llm.personas:
-            if p not in PERSONAS:
+            if p in FIELD_PERSONAS:
+                add(
+                    "supplier_llm.personas",
+                    f"'{p}' is a field persona, played by its own negotiator; a language "
+                    "model plays rule personas only.",
+                )
+            elif p not in PERSONAS:
                 add("supplier_llm.personas", f"Unknown persona '{p}'.")
     return errs
 

@@ -229,10 +229,18 @@ class SupplierHidden:
         "insult_walk_prob",
         "list_factor",
         "margin",
+        "overstock",
         "patience",
         "persona",
+        "quarter_end",
+        "quarter_pressure",
+        "reciprocity",
         "rival_push",
+        "stall_rounds",
+        "stall_walk_prob",
         "stress",
+        "tft_window",
+        "time_weight",
         "true_capacity",
         "true_reliability",
     )
@@ -299,16 +307,21 @@ class Thread(Tracked):
 
 
 class ThreadHidden:
-    """Per-thread hidden pricing snapshot, fixed when the thread opens."""
+    """Per-thread hidden pricing: fixed when the thread opens, plus the history the
+    supplier's tit-for-tat reads (concession.py)."""
 
     __slots__ = (
         "anchor",
+        "asks",
         "beta",
         "cost",
         "floor",
+        "hardened",
         "last_counter",
+        "offers",
         "patience",
         "reservation",
+        "stalls",
         "strikes",
     )
 
@@ -329,6 +342,10 @@ class ThreadHidden:
         self.patience = patience
         self.strikes = 0
         self.last_counter: float | None = None
+        self.offers: list[float] = []  # the buyer's answered offers (insults left out)
+        self.asks: list[float] = []  # the supplier's ask after each of them
+        self.stalls = 0  # consecutive offers in which the buyer did not move
+        self.hardened = False  # a stubborn buyer lost the last-chance deal at reservation
 
 
 class Contract(Tracked):

@@ -35,16 +35,36 @@ SEED_BOUND = 2**31
 def _supplier_policies(
     cfg: ScenarioConfig, llm_backend: LLMBackend | None
 ) -> dict[str, SupplierPolicy]:
-    """persona -> the LLM supplier policy, for the personas ``supplier_llm`` names; every
-    other supplier keeps its rule persona. Rule-only scenarios load nothing."""
+    """persona -> its policy where it is not a rule persona: the LLM supplier policy for
+    the personas ``supplier_llm`` names, a FieldSupplierPolicy for each field persona the
+    scenario plays. Every other supplier keeps its rule persona; rule-only scenarios load
+    nothing (negmas is imported only when a field supplier first answers)."""
+    policies = _field_policies(cfg)
     spec = cfg.supplier_llm
     if spec is None or not spec.personas:
-        return {}
+        return policies
     from .llm import resolve_backend
     from .llm.supplier import LLMSupplierPolicy
 
     policy = LLMSupplierPolicy(resolve_backend(llm_backend or spec.backend, spec.model))
-    return dict.fromkeys(spec.personas, policy)
+    return {**policies, **dict.fromkeys(spec.personas, policy)}
+
+
+def _field_policies(cfg: ScenarioConfig) -> dict[str, SupplierPolicy]:
+    """One FieldSupplierPolicy per field persona this env's suppliers can have (it keeps
+    per-thread negotiation state, so it is never shared between envs)."""
+    from .config import FIELD_PERSONAS
+
+    if cfg.mode == "bilateral":
+        named = {cfg.bilateral_persona}
+    else:
+        named = {p for p, w in cfg.persona_mix.items() if w > 0}
+    wanted = sorted(named.intersection(FIELD_PERSONAS))
+    if not wanted:
+        return {}
+    from .field import FIELD_STRATEGIES
+
+    return {p: FIELD_STRATEGIES[p]() for p in wanted}
 
 
 class EnvNotResetError(RuntimeError):
@@ -139,14 +159,18 @@ class ProcurementEnv:
                 return True
         return False
 
-    def open_thread(self, sid: str, r: Requirement) -> Thread:
-        th = Thread(sid, r.id)
+    def hidden_thread_now(self, sid: str, r: Requirement) -> ThreadHidden:
+        """The hidden pricing a thread opened now would get (nothing is opened)."""
         h = self.hidden[sid]
         cost, res = self.reservation_now(sid, r)
         floor = res * (1.0 + h.floor_margin)
         anchor = max(self.list_price(sid, r), floor * 1.05)
+        return ThreadHidden(res, cost, floor, anchor, h.beta, h.patience)
+
+    def open_thread(self, sid: str, r: Requirement) -> Thread:
+        th = Thread(sid, r.id)
         self.threads[(sid, r.id)] = th
-        self.th_hidden[(sid, r.id)] = ThreadHidden(res, cost, floor, anchor, h.beta, h.patience)
+        self.th_hidden[(sid, r.id)] = self.hidden_thread_now(sid, r)
         return th
 
     def emit(self, kind: str, text: str, week: int | None = None) -> None:

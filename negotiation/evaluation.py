@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from .config import TIERS, ScenarioConfig, ScenarioValidationError
 from .curriculum import apply_tier
-from .policies import get_policy, list_policies
+from .policies import MEASUREMENT_ONLY, get_policy, list_policies
 from .runner import run_episode
 from .scenarios import LLM_PRESETS, list_presets, load_scenario
 from .stats import bootstrap_mean_ci, mean_ci
@@ -115,7 +115,9 @@ def build_spec(
     if not pols:
         errors.append({"field": "policies", "message": "Name at least one policy."})
     for p in pols:
-        if p in REFUSED_POLICIES:
+        if p in MEASUREMENT_ONLY:
+            errors.append({"field": "policies", "message": MEASUREMENT_ONLY[p]})
+        elif p in REFUSED_POLICIES:
             errors.append({"field": "policies", "message": f"'{p}' {REFUSED_POLICIES[p]}."})
         elif p not in allowed:
             errors.append(

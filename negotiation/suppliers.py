@@ -4,11 +4,12 @@ A supplier policy only *proposes* (ProposedDecision); the environment passes eve
 proposal through HardRuleGuard before anything becomes public. An LLM supplier later
 implements the same `SupplierPolicy.respond` interface.
 
-Concession follows Faratin, Sierra & Jennings (1998) time-dependent tactics:
-    ask(t) = floor + (anchor - floor) * (1 - (t/T) ** (1/beta))
-with t = buyer offers so far in the thread, T = patience. beta < 1 is Boulware (hardball,
-concedes late), beta > 1 is Conceder (cooperative, distressed). The floor is the
-reservation plus a hidden margin (>= the guard band), so the last counter never equals it.
+Concession (concession.py) mixes Faratin, Sierra & Jennings (1998) time-dependent tactics
+(beta < 1 Boulware: hardball concedes late; beta > 1 Conceder: cooperative, distressed) with
+relative and averaged tit-for-tat, which answer the buyer's own concessions; a buyer who
+stops moving meets a frozen ask, a hardened supplier or a walk-out, and the supplier's own
+quarter end or surplus stock pushes its floor toward the reservation. The floor is the
+reservation plus a hidden margin (>= the guard band), so a counter never equals it.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from .concession import next_ask, record
 from .entities import Requirement, SupplierHidden, Thread, ThreadHidden
 from .guard import ProposedDecision
 
-# Hidden parameter ranges per persona (uniform draws). See README "Persona parameters".
+# Hidden parameter ranges per persona (uniform draws; integers for patience, tft_window and
+# stall_rounds). See README "Persona parameters" and concession.py for what they do.
 PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
     "cooperative": {
         "beta": (1.5, 3.0),
@@ -36,6 +39,13 @@ PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
         "capacity_claim": (0.95, 1.0),
         "dark_prob": 0.0,
         "stress": (0.1, 0.3),
+        "time_weight": (0.45, 0.7),
+        "tft_window": (1, 2),
+        "reciprocity": (0.9, 1.3),
+        "stall_rounds": (3, 4),
+        "stall_walk_prob": 0.1,
+        "quarter_pressure": (0.2, 0.5),
+        "overstock": (0.0, 0.15),
     },
     "hardball": {
         "beta": (0.15, 0.35),
@@ -51,6 +61,13 @@ PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
         "capacity_claim": (0.95, 1.0),
         "dark_prob": 0.0,
         "stress": (0.05, 0.2),
+        "time_weight": (0.5, 0.8),
+        "tft_window": (2, 3),
+        "reciprocity": (0.4, 0.8),
+        "stall_rounds": (2, 3),
+        "stall_walk_prob": 0.5,
+        "quarter_pressure": (0.0, 0.3),
+        "overstock": (0.0, 0.05),
     },
     "deceptive": {
         "beta": (0.4, 0.9),
@@ -66,6 +83,13 @@ PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
         "capacity_claim": (1.3, 1.8),  # claimed / true capacity, scaled by deception level
         "dark_prob": 0.0,
         "stress": (0.2, 0.4),
+        "time_weight": (0.4, 0.7),
+        "tft_window": (1, 3),
+        "reciprocity": (0.6, 1.0),
+        "stall_rounds": (2, 3),
+        "stall_walk_prob": 0.3,
+        "quarter_pressure": (0.2, 0.6),
+        "overstock": (0.0, 0.1),
     },
     "distressed": {
         "beta": (2.0, 4.0),
@@ -81,6 +105,13 @@ PERSONA_PARAMS: dict[str, dict[str, tuple[float, float] | float]] = {
         "capacity_claim": (1.0, 1.1),
         "dark_prob": 0.05,
         "stress": (0.7, 0.95),
+        "time_weight": (0.3, 0.6),
+        "tft_window": (1, 2),
+        "reciprocity": (1.1, 1.6),
+        "stall_rounds": (3, 5),
+        "stall_walk_prob": 0.05,
+        "quarter_pressure": (0.5, 0.9),
+        "overstock": (0.2, 0.5),
     },
 }
 
@@ -185,13 +216,6 @@ class SupplierPolicy(ABC):
     def respond(self, ctx: SupplierContext) -> ProposedDecision: ...
 
 
-def ask_at(th: ThreadHidden, t: int) -> float:
-    """Faratin time-dependent ask after t buyer offers."""
-    T = th.patience
-    frac = (min(t, T) / T) ** (1.0 / th.beta)
-    return th.floor + (th.anchor - th.floor) * (1.0 - frac)
-
-
 class RulePersonaPolicy(SupplierPolicy):
     name = "rule"
 
@@ -200,6 +224,7 @@ class RulePersonaPolicy(SupplierPolicy):
         persona = ctx.persona
         if o < th.reservation * (1.0 - sh.insult):
             # A lowball far below reservation: may end the thread; two strikes always do.
+            # It is no offer to reciprocate, so tit-for-tat does not remember it.
             th.strikes += 1
             if th.strikes >= 2 or rng.random() < sh.insult_walk_prob:
                 return ProposedDecision("walk_away", None, pick_message(rng, "walk_away", persona))
@@ -207,15 +232,19 @@ class RulePersonaPolicy(SupplierPolicy):
             return ProposedDecision(
                 "counter", price, pick_message(rng, "insult", persona) + " {price}."
             )
-        ask = ask_at(th, k)
-        if o >= ask:
+        ask = next_ask(th, sh, o, k, ctx.week)
+        record(th, o, ask)
+        if ask.stalls == sh.stall_rounds and not th.hardened:
+            # The buyer has stopped moving: walk, or harden for the rest of the thread.
+            if rng.random() < sh.stall_walk_prob:
+                return ProposedDecision("walk_away", None, pick_message(rng, "walk_away", persona))
+            th.hardened = True
+        if o >= ask.price:
             return ProposedDecision("accept", o, pick_message(rng, "accept", persona))
         if k > th.patience:
-            # Patience exhausted: last chance. Anything at or above the reservation beats no deal.
-            if o >= th.reservation:
-                return ProposedDecision("accept", o, pick_message(rng, "accept", persona))
+            # Patience exhausted: its ask sits at its floor and this offer is below it.
             return ProposedDecision("walk_away", None, pick_message(rng, "walk_away", persona))
-        return ProposedDecision("counter", ask, pick_message(rng, "counter", persona))
+        return ProposedDecision("counter", ask.price, pick_message(rng, "counter", persona))
 
 
 RULE_POLICY = RulePersonaPolicy()

@@ -1,7 +1,8 @@
 """Tells: a fixed set of noisy signals in [0, 1] on every supplier response.
 
 Each tell = clip(truthful_signal + style_offset + noise). The truthful signal comes from
-hidden state (time pressure, financial stress, real concession, real scarcity); every
+hidden state (time pressure, financial stress, the supplier's own quarter-end or surplus-stock
+pressure, real concession, real scarcity); every
 supplier also has a hidden per-tell style offset so no tell maps one-to-one to a persona.
 Deceptive suppliers replace some signals with a distorted version, scaled by the
 scenario's deception level: they claim competing offers and low stock, project confidence
@@ -13,6 +14,7 @@ from __future__ import annotations
 import random
 
 from .entities import TELL_NAMES
+from .field import base_persona
 
 # Persona "demeanour" baselines: (confidence, response_delay, price_rounding, flexibility, warmth)
 _DEMEANOUR: dict[str, tuple[float, float, float, float, float]] = {
@@ -39,12 +41,17 @@ def make_tells(
     repeated: bool,
     deception: float,
     noise: float,
+    pressure: float = 0.0,
 ) -> dict[str, float]:
-    """Return the tell dict. `progress` = t/T of the supplier's own horizon."""
+    """Return the tell dict. `progress` = t/T of the supplier's own horizon; `pressure` its
+    own deadline or stock pressure (concession.pressure): urgent, flexible, no scarcity.
+    A field persona shows its base rule persona's demeanour."""
+    persona = base_persona(persona)
     conf, delay, rounding, flex, warmth = _DEMEANOUR[persona]
-    urgency = 0.55 * progress * progress + 0.45 * stress
+    urgency = 0.45 * progress * progress + 0.3 * stress + 0.35 * pressure
     competing = 0.1 + 0.6 * rival_pressure
-    low_stock = scarcity
+    low_stock = scarcity * (1.0 - 0.6 * pressure)
+    flex = flex + 0.25 * pressure
     if persona == "deceptive" and deception > 0.0:
         # Distortion: hide urgency, invent competing offers and scarcity, over-project confidence.
         urgency = (1 - deception) * urgency + deception * 0.2

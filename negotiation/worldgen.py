@@ -6,8 +6,10 @@ import random
 from typing import TYPE_CHECKING
 
 from .catalogue import CatalogueItem
-from .config import PERSONAS
+from .concession import QUARTER_WEEKS
+from .config import FIELD_PERSONAS, PERSONAS
 from .entities import TELL_NAMES, Requirement, Supplier, SupplierHidden
+from .field import base_persona
 
 if TYPE_CHECKING:
     from .env import ProcurementEnv
@@ -92,27 +94,31 @@ def nice_quantity(q: int) -> int:
 
 
 def persona_counts(mix: dict[str, float], n: int) -> list[str]:
-    """Largest-remainder split of n suppliers by the mix (stable difficulty across seeds)."""
+    """Largest-remainder split of n suppliers by the mix (stable difficulty across seeds).
+    Field personas come after the rule ones, so a rule-only mix splits as it always has."""
+    order = PERSONAS + FIELD_PERSONAS
     total = sum(w for w in mix.values() if w > 0)
-    items = [(p, mix.get(p, 0.0) / total * n) for p in PERSONAS if mix.get(p, 0.0) > 0]
+    items = [(p, mix.get(p, 0.0) / total * n) for p in order if mix.get(p, 0.0) > 0]
     counts = {p: int(x) for p, x in items}
     rest = n - sum(counts.values())
     for p, _ in sorted(items, key=lambda t: t[1] - int(t[1]), reverse=True)[:rest]:
         counts[p] += 1
     out: list[str] = []
-    for p in PERSONAS:
+    for p in order:
         out.extend([p] * counts.get(p, 0))
     return out
 
 
 def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierHidden:
+    """A supplier's hidden numbers, drawn from its (base) persona's ranges; ``persona`` stays
+    the name the scenario gave (a field persona keeps its field name)."""
     from .suppliers import PERSONA_PARAMS
 
-    pp = PERSONA_PARAMS[persona]
-    lo, hi = pp["patience"]  # type: ignore[misc]
+    base = base_persona(persona)
+    pp = PERSONA_PARAMS[base]
     bias = _u(rng, pp["rated_bias"])
     claim = _u(rng, pp["capacity_claim"])
-    if persona == "deceptive":
+    if base == "deceptive":
         bias *= deception
         claim = 1.0 + (claim - 1.0) * deception
     return SupplierHidden(
@@ -122,7 +128,7 @@ def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierH
         floor_margin=_u(rng, pp["floor_margin"]),
         list_factor=_u(rng, pp["list_factor"]),
         beta=_u(rng, pp["beta"]),
-        patience=rng.randint(int(lo), int(hi)),
+        patience=_randint(rng, pp["patience"]),
         insult=float(pp["insult"]),  # type: ignore[arg-type]
         insult_walk_prob=float(pp["insult_walk_prob"]),  # type: ignore[arg-type]
         true_reliability=_u(rng, pp["reliability"]),
@@ -132,7 +138,20 @@ def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierH
         dark_until=None,
         dark_prob=float(pp["dark_prob"]),  # type: ignore[arg-type]
         capacity_claim_factor=claim,
+        time_weight=_u(rng, pp["time_weight"]),
+        tft_window=_randint(rng, pp["tft_window"]),
+        reciprocity=_u(rng, pp["reciprocity"]),
+        stall_rounds=_randint(rng, pp["stall_rounds"]),
+        stall_walk_prob=float(pp["stall_walk_prob"]),  # type: ignore[arg-type]
+        quarter_end=rng.randint(1, QUARTER_WEEKS),
+        quarter_pressure=_u(rng, pp["quarter_pressure"]),
+        overstock=_u(rng, pp["overstock"]),
     ), bias
+
+
+def _randint(rng: random.Random, bounds: tuple[float, float] | float) -> int:
+    lo, hi = bounds  # type: ignore[misc]
+    return rng.randint(int(lo), int(hi))
 
 
 def make_requirement(
@@ -210,7 +229,7 @@ def generate_arena(env: ProcurementEnv) -> None:
             name,
             persona,
             tuple(cats_i),
-            rng.randint(1, 2 if persona == "distressed" else 3),
+            rng.randint(1, 2 if base_persona(persona) == "distressed" else 3),
         )
     env.budget_total = sum(r.ceiling_unit_price * r.quantity for r in env.requirements) * (
         1.4 - 0.6 * cfg.budget_tightness
@@ -234,7 +253,7 @@ def add_supplier(
     rated = min(0.99, max(0.3, hidden.true_reliability + bias + rng.gauss(0.0, 0.03)))
     if reliability is not None:
         rated = reliability
-    weights = [w.get(persona, 1) for _, w in _NOTES]
+    weights = [w.get(base_persona(persona), 1) for _, w in _NOTES]
     notes = []
     for _ in range(2):
         n = rng.choices(_NOTES, weights=weights)[0][0]
@@ -254,7 +273,7 @@ def add_supplier(
 def _cost_ratio(persona: str) -> tuple[float, float]:
     from .suppliers import PERSONA_PARAMS
 
-    return PERSONA_PARAMS[persona]["cost_ratio"]  # type: ignore[return-value]
+    return PERSONA_PARAMS[base_persona(persona)]["cost_ratio"]  # type: ignore[return-value]
 
 
 def generate_bilateral(env: ProcurementEnv) -> None:

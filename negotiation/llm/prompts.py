@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..concession import next_ask
 from ..entities import TELL_NAMES, Round, Thread
 from ..guard import fmt_price
 from ..observation import Observation
-from ..suppliers import SupplierContext, ask_at
+from ..suppliers import SupplierContext
 from .actions_schema import ACTION_MODELS
 from .backend import ChatMessage
 
@@ -309,6 +310,10 @@ PERSONA_STYLE = {
 }
 
 
+def _planned_ask(ctx: SupplierContext) -> float:
+    return next_ask(ctx.thread, ctx.supplier, ctx.offer, ctx.round, ctx.week).price
+
+
 def supplier_messages(ctx: SupplierContext) -> tuple[ChatMessage, ...]:
     """The private persona prompt of an LLM supplier for one buyer offer."""
     th, sh = ctx.thread, ctx.supplier
@@ -327,7 +332,7 @@ def supplier_messages(ctx: SupplierContext) -> tuple[ChatMessage, ...]:
         f"{fmt_price(th.reservation)} per unit (never accept or counter below it); your "
         f"opening price was {fmt_price(th.anchor)}. Financial stress: {stress}. You lose "
         f"patience after about {th.patience} offers; this is offer {ctx.round}.\n"
-        f"{last} Your planned ask this round is {fmt_price(ask_at(th, ctx.round))}.\n"
+        f"{last} Your planned ask this round is {fmt_price(_planned_ask(ctx))}.\n"
         'Reply with ONE JSON object: {"decision": "accept" | "counter" | "walk_away", '
         '"price": unit price (for a counter), "message": one or two sentences to the buyer}.'
     )

@@ -10,6 +10,14 @@ from .expert import ExpertPolicy
 from .human import HumanPolicy, HumanSeatError
 from .params import PolicyParams, PolicyParamsError, validate_params
 from .random import RandomPolicy
+from .scripts import (
+    ConcedeFastPolicy,
+    ConcedeMidPolicy,
+    ConcedeSlowPolicy,
+    LowballAwardPolicy,
+    LowballFinalPolicy,
+    TitForTatPolicy,
+)
 from .simple import AlwaysAcceptPolicy, DoNothingPolicy, GreedyLowballPolicy
 
 _REGISTRY: dict[str, type[Policy]] = {
@@ -18,8 +26,22 @@ _REGISTRY: dict[str, type[Policy]] = {
     "always_accept": AlwaysAcceptPolicy,
     "greedy_lowball": GreedyLowballPolicy,
     "do_nothing": DoNothingPolicy,
+    "script_lowball_award": LowballAwardPolicy,
+    "script_lowball_final": LowballFinalPolicy,
+    "script_concede_2pct": ConcedeSlowPolicy,
+    "script_concede_5pct": ConcedeMidPolicy,
+    "script_concede_10pct": ConcedeFastPolicy,
+    "script_tit_for_tat": TitForTatPolicy,
     "llm": LLMBuyerPolicy,
     "human": HumanPolicy,
+}
+
+
+# Policies that read the hidden world: benchmarks construct them directly, and every name
+# lookup (API, dashboard, leaderboards, commands) refuses them with this reason.
+MEASUREMENT_ONLY: dict[str, str] = {
+    "oracle": "The oracle reads the hidden world (reservations, tactics) and is for "
+    "benchmarks only (bench/quality.py); it cannot play episodes here.",
 }
 
 
@@ -33,6 +55,8 @@ def list_policies() -> list[str]:
 
 
 def _policy_class(name: str) -> type[Policy]:
+    if name in MEASUREMENT_ONLY:
+        raise ValueError(MEASUREMENT_ONLY[name])
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -57,6 +81,7 @@ def get_policy(name: str, seed: int = 0, **params: Any) -> Policy:
 
 
 __all__ = [
+    "MEASUREMENT_ONLY",
     "DecisionMeta",
     "HumanSeatError",
     "Policy",

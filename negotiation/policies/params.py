@@ -117,3 +117,60 @@ class HumanParams(PolicyParams):
         le=86_400,
         description="Seconds without a move before the fallback policy takes over.",
     )
+
+
+# --- Scripted buyers (scripts.py) --------------------------------------------------------
+class ScriptParams(PolicyParams):
+    """Knobs every scripted buyer shares."""
+
+    opening: float = Field(
+        default=0.6,
+        gt=0.0,
+        le=1.5,
+        description="Opening offer as a share of the requirement's reference price.",
+    )
+    max_suppliers: int = Field(
+        default=1,
+        ge=1,
+        le=50,
+        description="Suppliers negotiated with at once per requirement (cheapest list price "
+        "first; the next one when a supplier walks away). One is best in the arena: more "
+        "spend the weekly action slots the other requirements need.",
+    )
+
+
+class LowballAwardParams(ScriptParams):
+    opening: float = Field(
+        default=0.61,
+        gt=0.0,
+        le=1.5,
+        description="The lowball offer, as a share of the reference price; repeated "
+        "unchanged while the standing counter is unaffordable.",
+    )
+
+
+class LowballFinalParams(LowballAwardParams):
+    final_divisor: float = Field(
+        default=1.02,
+        ge=1.0,
+        le=2.0,
+        description="The final offer is the lowest standing counter divided by this.",
+    )
+
+
+class ConcedeParams(ScriptParams):
+    rate: float = Field(
+        default=0.05,
+        gt=0.0,
+        le=1.0,
+        description="Raise per round, as a share of the reference price.",
+    )
+
+
+class TitForTatParams(ScriptParams):
+    award_gap: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=0.5,
+        description="Award once the counter is within this share of the next offer.",
+    )

@@ -33,7 +33,7 @@ def _floor_cents(x: float) -> float:
     return math.floor(x * 100 + 1e-9) / 100
 
 
-def _affordable_qty(obs: Observation, r, s, price: float) -> int:
+def affordable_qty(obs: Observation, r, s, price: float) -> int:
     """Units of r the buyer can pay for at ``price`` from s: none above its ceiling, within
     the supplier's capacity and the remaining budget."""
     if price <= 0 or price > r.ceiling_unit_price + 1e-9:
@@ -42,7 +42,7 @@ def _affordable_qty(obs: Observation, r, s, price: float) -> int:
     return max(0, min(qty, int((obs.budget_remaining + _EPS) / price)))
 
 
-def _best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None:
+def best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None:
     """The cheapest price on the table for r that the buyer can afford: (price, supplier,
     quantity), from agreed prices and unexpired standing counters."""
     best = None
@@ -51,7 +51,7 @@ def _best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None
         price = None if th is None else th.awardable_price(obs.week)
         if price is None:
             continue
-        qty = _affordable_qty(obs, r, s, price)
+        qty = affordable_qty(obs, r, s, price)
         if qty > 0 and (best is None or price < best[0]):
             best = (price, s, qty)
     return best
@@ -61,11 +61,11 @@ def _close_best_quote(obs: Observation, r) -> tuple[bool, dict[str, Any] | None]
     """(an affordable quote is on the table, the action that takes it): the action is None
     while the award waits for a PR, and the caller serves other requirements meanwhile."""
     sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
-    best = _best_quote(obs, r, sups)
+    best = best_quote(obs, r, sups)
     if best is None:
         return False, None
     price, s, qty = best
-    return True, _close(obs, r, s, price, qty)
+    return True, close_quote(obs, r, s, price, qty)
 
 
 def _pending_prs(obs: Observation, rid: str) -> int:
@@ -74,7 +74,7 @@ def _pending_prs(obs: Observation, rid: str) -> int:
     )
 
 
-def _close(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any] | None:
+def close_quote(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any] | None:
     """Award qty at the engine's price, or raise the PR the award needs; None while a PR is
     pending (or none can be raised), so the caller moves on to other work."""
     cost = qty * price
@@ -95,7 +95,7 @@ def _close(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any] | N
     return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
 
 
-def _negotiate(s, r, price: float) -> dict[str, Any]:
+def negotiate(s, r, price: float) -> dict[str, Any]:
     return {
         "action_type": "negotiate",
         "supplier_id": s.id,
@@ -135,7 +135,7 @@ class AlwaysAcceptPolicy(Policy):
                     min(s.list_prices[r.id], r.ceiling_unit_price, obs.budget_remaining / qty)
                 )
                 if offer > 0:
-                    return _negotiate(s, r, offer)
+                    return negotiate(s, r, offer)
         return {"action_type": "defer"}
 
 
@@ -170,7 +170,7 @@ class GreedyLowballPolicy(Policy):
         return {"action_type": "defer"}
 
     def _lowball(self, s, r) -> dict[str, Any]:
-        return _negotiate(s, r, _floor_cents(s.list_prices[r.id] * self.fraction))
+        return negotiate(s, r, _floor_cents(s.list_prices[r.id] * self.fraction))
 
 
 def _standing(obs: Observation, s, r) -> tuple[float, str]:

@@ -13,7 +13,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from negotiation import list_policies
-from negotiation.policies import PolicyParams, PolicyParamsError, policy_params_model
+from negotiation.policies import (
+    MEASUREMENT_ONLY,
+    PolicyParams,
+    PolicyParamsError,
+    policy_params_model,
+)
 from negotiation.policies.params import validate_params
 from procurement.models import PolicyConfig
 from procurement.models.policy import LLM_POLICY
@@ -39,7 +44,9 @@ def params_model(policy: str) -> type[PolicyParams]:
 def validate_policy_config(*, policy: str, params: Any, backend: str, model: str) -> dict:
     """The validated params, or ValidationError keyed by the field at fault."""
     errors: dict[str, list[str]] = {}
-    if policy not in known_policies():
+    if policy in MEASUREMENT_ONLY:
+        errors["policy"] = [MEASUREMENT_ONLY[policy]]
+    elif policy not in known_policies():
         errors["policy"] = [f"Unknown policy; use one of {', '.join(known_policies())}."]
     else:
         try:

@@ -1,5 +1,7 @@
-"""The naive baselines behave as their names say: they close deals, never send an action
-they cannot pay for, and stay clearly below the expert."""
+"""The naive baselines behave as their names say: always_accept closes deals at the
+supplier's price, greedy_lowball lowballs and waits (which the responsive suppliers now
+punish with frozen asks and walk-outs); neither sends an action it cannot pay for, and both
+stay clearly below the expert."""
 
 from __future__ import annotations
 
@@ -29,12 +31,22 @@ def _mean(rs: list, key: str) -> float:
 
 
 @pytest.mark.parametrize("preset", BILATERAL)
-@pytest.mark.parametrize("policy", BASELINES)
-def test_bilateral_baselines_close_deals_without_invalid_actions(preset, policy):
-    rs = _runs(preset, policy)
-    assert _mean(rs, "invalid_action_rate") <= 0.01, (preset, policy)
-    assert _mean(rs, "deal_rate") > 0.9, (preset, policy)
-    assert statistics.mean(r.score for r in rs) > 0.3, (preset, policy)
+def test_always_accept_closes_bilateral_deals_without_invalid_actions(preset):
+    rs = _runs(preset, "always_accept")
+    assert _mean(rs, "invalid_action_rate") <= 0.01, preset
+    assert _mean(rs, "deal_rate") > 0.9, preset
+    assert statistics.mean(r.score for r in rs) > 0.3, preset
+
+
+@pytest.mark.parametrize("preset", BILATERAL)
+def test_lowballing_and_waiting_does_not_pay(preset):
+    """greedy_lowball repeats half the list price: the seller freezes its ask, hardens or
+    walks, so the lowballer closes fewer deals than the expert and never outscores it."""
+    rs = _runs(preset, "greedy_lowball")
+    expert = _runs(preset, "expert")
+    assert _mean(rs, "invalid_action_rate") <= 0.01, preset
+    assert _mean(rs, "deal_rate") <= _mean(expert, "deal_rate"), preset
+    assert statistics.mean(r.score for r in rs) < statistics.mean(r.score for r in expert) - 0.1
 
 
 @pytest.mark.parametrize("preset", [*BILATERAL, "medium_adversarial"])
@@ -68,12 +80,9 @@ def test_baselines_never_pay_above_their_ceiling_or_budget(policy):
             assert obs.budget_remaining >= -1e-6
 
 
-def test_always_accept_takes_the_price_and_lowball_bargains():
-    # always_accept never bargains, so it keeps no surplus; the lowballer keeps some.
-    accept = _runs("bilateral", "always_accept")
-    lowball = _runs("bilateral", "greedy_lowball")
-    assert _mean(accept, "buyer_share") < 0.05
-    assert _mean(lowball, "buyer_share") > _mean(accept, "buyer_share") + 0.1
+def test_always_accept_takes_the_price():
+    # always_accept never bargains, so it keeps no surplus.
+    assert _mean(_runs("bilateral", "always_accept"), "buyer_share") < 0.05
 
 
 def test_greedy_lowball_opens_at_its_fraction_of_list():

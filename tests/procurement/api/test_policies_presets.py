@@ -143,3 +143,27 @@ def test_deleting_a_policy_results_refer_to_is_a_409(
     unused = PolicyConfig.objects.get(name="random")
     assert admin.delete(f"/api/policies/{unused.pk}/").status_code == 204
     assert not PolicyConfig.objects.filter(pk=unused.pk).exists()
+
+
+@pytest.mark.django_db
+def test_the_oracle_is_refused_everywhere_a_policy_is_named(
+    api_client_for, seeded, snapshot_counts
+) -> None:
+    """The oracle reads hidden state: no policy config, episode or sweep can use it."""
+    admin = api_client_for("admin")
+    assert "oracle" not in {p["name"] for p in admin.get("/api/policies/").json()["results"]}
+    before = snapshot_counts()
+    made = admin.post("/api/policies/", {"name": "cheat", "policy": "oracle"}, format="json")
+    assert made.status_code == 400 and "benchmarks only" in str(made.json()["policy"])
+    started = admin.post(
+        "/api/episodes/", {"scenario": "bilateral", "policy": "oracle", "seed": 1}, format="json"
+    )
+    assert started.status_code == 400 and "policy" in started.json()
+    swept = admin.post(
+        "/api/sweeps/",
+        {"scenarios": ["bilateral"], "policies": ["oracle"], "seeds": [1]},
+        format="json",
+    )
+    assert swept.status_code == 400 and "policies" in swept.json()
+    assert snapshot_counts() == before
+    assert not PolicyConfig.objects.filter(policy="oracle").exists()

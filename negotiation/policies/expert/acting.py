@@ -1,0 +1,140 @@
+"""The expert's actions: offers, awards and hedges, purchase requisitions, escalations.
+
+Every builder returns a valid action for the observation it is given, or None when the
+move must wait (a PR pending, the budget held for other requirements)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...observation import Observation
+from ..base import has_pr
+
+if TYPE_CHECKING:
+    from .planning import Plan
+
+DEFER: dict[str, Any] = {"action_type": "defer"}
+
+
+def negotiate(sid: str, rid: str, price: float) -> dict[str, Any]:
+    return {"action_type": "negotiate", "supplier_id": sid, "requirement_id": rid, "price": price}
+
+
+def award(sid: str, rid: str, qty: int) -> dict[str, Any]:
+    return {"action_type": "award_contract", "supplier_id": sid, "requirement_id": rid,
+            "quantity": qty}  # fmt: skip
+
+
+def pr_covering(
+    obs: Observation, rid: str, amount: float, statuses=("approved", "pending")
+) -> bool:
+    for p in obs.purchase_requisitions:
+        if p.requirement_id == rid and p.status in statuses and p.amount >= amount - 1e-6:
+            return True
+    return False
+
+
+def pending_count(obs: Observation, rid: str) -> int:
+    return sum(
+        1 for p in obs.purchase_requisitions if p.requirement_id == rid and p.status == "pending"
+    )
+
+
+def escalatable(obs: Observation, rid: str) -> bool:
+    """Escalation approves the requirement's oldest pending PR, which must still fit the
+    remaining budget (else the action is invalid)."""
+    for p in obs.purchase_requisitions:
+        if p.requirement_id == rid and p.status == "pending":
+            return p.amount <= obs.budget_remaining
+    return False
+
+
+def _pr_amount(obs: Observation, r) -> float:
+    """The largest PR the guardrail allows (a cent under it), within the budget."""
+    amount = min(
+        obs.pr_guardrail * 0.999 * r.ceiling_unit_price * r.quantity_needed, obs.budget_remaining
+    )
+    return round(round(amount, 2) - 0.01, 2)
+
+
+def raise_prs(obs: Observation, reqs) -> dict[str, Any] | None:
+    """Purchase requisitions ahead of time for every requirement that may need one."""
+    for r in reqs:
+        est = r.ceiling_unit_price * r.quantity_needed
+        if est > obs.pr_threshold and not pr_covering(obs, r.id, est):
+            amount = _pr_amount(obs, r)
+            if (
+                amount >= 0.8 * est
+                and pending_count(obs, r.id) < 2
+                and not pr_covering(obs, r.id, 0.8 * est, ("pending",))
+            ):
+                return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
+    return None
+
+
+def escalate_or_defer(obs: Observation, reqs) -> dict[str, Any]:
+    for r in reqs:
+        if obs.escalations_left > 0 and escalatable(obs, r.id) and r.deadline_week - obs.week <= 2:
+            return {"action_type": "escalate", "requirement_id": r.id}
+    return DEFER
+
+
+def close(obs: Observation, p: Plan, others: float) -> dict[str, Any] | None:
+    """Award the plan's quote (as a hedge with its partner when both are ready; escalating
+    or raising the PR it needs), or None. ``others``: budget held for the other plans."""
+    r, s = p.r, p.s
+    week = obs.week
+    qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
+    if p.eff_cap < qty and p.second:
+        qty = max(1, p.eff_cap)
+    if qty <= 0 or p.ap is None:
+        return None
+    cost = qty * p.ap
+    if cost > obs.budget_remaining:
+        qty = int(obs.budget_remaining / p.ap)
+        if qty <= 0:
+            return None
+        cost = qty * p.ap
+    urgent = p.target <= week
+    if cost > obs.budget_remaining - 0.6 * others and not urgent and not r.critical:
+        return None
+    hedge = _hedge(obs, p, qty, cost)
+    if hedge is not None:
+        return hedge
+    if cost > obs.pr_threshold and not has_pr(obs, r.id, cost):
+        last = r.deadline_week - s.lead_time_weeks
+        if (
+            pr_covering(obs, r.id, cost, ("pending",))
+            and escalatable(obs, r.id)
+            and obs.escalations_left > 0
+            and last <= week + 1
+        ):
+            return {"action_type": "escalate", "requirement_id": r.id}
+        if not pr_covering(obs, r.id, cost) and pending_count(obs, r.id) < 2:
+            amount = _pr_amount(obs, r)
+            if amount >= cost:
+                return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
+        return None
+    return award(s.id, r.id, qty)
+
+
+def _hedge(obs: Observation, p: Plan, qty: int, cost: float) -> dict[str, Any] | None:
+    """Both parts of a split requirement ready: one hedge places both contracts (one slot)."""
+    q, r = p.partner, p.r
+    if q is None or q.ap is None:
+        return None
+    if not (q.agreed or q.budget < 1 or q.want < 1 or q.target <= obs.week):
+        return None
+    need = r.quantity_needed
+    q2 = need - qty
+    split = round(qty / need, 6)
+    cost2 = cost + q2 * q.ap
+    if (
+        1 <= q2 <= q.s.capacity.get(r.category, 0)
+        and round(need * split) == qty
+        and cost2 <= obs.budget_remaining
+        and (cost2 <= obs.pr_threshold or has_pr(obs, r.id, cost2))
+    ):
+        return {"action_type": "hedge", "requirement_id": r.id, "supplier_id": p.s.id,
+                "hedge_supplier_id": q.s.id, "split": split}  # fmt: skip
+    return None

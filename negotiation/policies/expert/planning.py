@@ -1,0 +1,255 @@
+"""The expert's planning across requirements and action slots.
+
+- Supplier choice per requirement by expected score contribution: P(on time) x (0.6 + 0.4 x
+  value of the expected price) for the rounds the requirement can afford; claimed capacity
+  is discounted (more for deceptive-looking suppliers) and a second supplier covers the
+  rest when the best one is short.
+- Slot economy: each plan has an award week (last feasible week = deadline - lead time, one
+  week earlier for suppliers below BUFFER_REL reliability so a slip still arrives in time).
+  The largest common round budget is found such that, for every award week, all awards and
+  rounds due by then fit in the action slots left until then (earliest deadline first);
+  spare slots go to the earliest plans.
+
+What the planner believes (reliability, capacity, prices, rounds a thread wants) comes from
+a Judge: the expert's judge reads the public observation; the oracle's reads the truth.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ...observation import Observation
+from ..base import has_pr
+from .beliefs import SupplierView
+
+STICKY = 0.08  # preference for a thread already under way (its rounds are sunk)
+BUFFER_REL = 0.88  # plan a week's slip buffer for suppliers less reliable than this
+
+
+class Judge(Protocol):
+    def view(self, s) -> SupplierView: ...
+
+    def usable_capacity(self, s, category: str, view: SupplierView) -> int: ...
+
+    def price(self, obs: Observation, r, s, th, rounds: int) -> float:
+        """The unit price expected from s on r after ``rounds`` more offers."""
+        ...
+
+    def rounds_wanted(self, obs: Observation, r, s, th) -> int:
+        """Offers the thread still wants before its deal is closed."""
+        ...
+
+
+@dataclass(slots=True)
+class Candidate:
+    utility: float
+    s: object
+    th: object
+    reliability: float
+    eff_cap: int
+    target: int  # award week
+
+
+@dataclass(slots=True, eq=False)
+class Plan:
+    """The chosen supplier for one requirement and the state of its negotiation."""
+
+    r: object
+    s: object
+    th: object
+    reliability: float
+    eff_cap: int
+    target: int
+    ap: float | None = None  # the price an award would take now (agreed or counter)
+    agreed: bool = False
+    k: int = 0  # offers made on the thread
+    want: int = 0  # offers it still wants
+    budget: int = 0  # rounds granted by the slot economy
+    reserve: float = 0.0  # budget held for it
+    second: bool = False  # the best supplier is short; a partner covers the rest
+    partner: Plan | None = field(default=None, repr=False)
+
+
+class Planner:
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self._memo: dict[tuple[str, str], tuple] = {}
+        self._serves: dict[str, list[int]] = {}
+        self._serves_n = -1
+
+    def reset(self) -> None:
+        self._memo = {}
+        self._serves_n = -1
+
+    def plans(self, obs: Observation, reqs) -> list[Plan]:
+        """One plan per open requirement (two where capacity is short), sorted by award
+        week, with round budgets set."""
+        if self._serves_n != len(obs.requirements):
+            # Which suppliers serve a requirement, by position: suppliers only ever append.
+            self._serves_n = len(obs.requirements)
+            self._serves = {}
+            for i, s in enumerate(obs.suppliers):
+                for rid in s.list_prices:
+                    self._serves.setdefault(rid, []).append(i)
+        week, apw, left = obs.week, obs.actions_per_week, obs.actions_left_this_week
+        deadlines = sorted(r.deadline_week for r in reqs)
+        out: list[Plan] = []
+        for r in reqs:
+            # Rough rounds per requirement: its share of the slots until two weeks before
+            # its deadline.
+            n_le = bisect.bisect_right(deadlines, r.deadline_week)
+            supply = left + max(0, r.deadline_week - 2 - week) * apw
+            rounds = max(1, int(supply / n_le) - 1)
+            sups = [obs.suppliers[i] for i in self._serves.get(r.id, ())]
+            out.extend(self._plan(obs, r, sups, rounds))
+        thr = obs.pr_threshold
+        # Earliest award week first; within a week critical requirements, then those that
+        # need the fewest slots (a quote already, no PR to wait for).
+        out.sort(
+            key=lambda p: (
+                p.target,
+                not p.r.critical,
+                (p.ap is None) + (p.reserve > thr and not has_pr(obs, p.r.id, p.reserve)),
+                p.r.id,
+            )
+        )
+        round_budgets(obs, out)
+        return out
+
+    def _candidate(self, obs: Observation, r, s, rounds: int) -> Candidate | None:
+        key = (s.id, r.id)
+        th = obs.threads.get(key)
+        judge = self.judge
+        view = judge.view(s)
+        mkt = obs.market_index.get(r.category, 1.0)
+        memo = self._memo.get(key)
+        stamp = (obs.week, rounds, mkt, view)
+        if (
+            memo is not None
+            and memo[0] is s
+            and memo[1] is th
+            and memo[2] is r
+            and memo[3] == stamp
+        ):
+            return memo[4]
+        cand = self._score(obs, r, s, th, view, rounds)
+        self._memo[key] = (s, th, r, stamp, cand)
+        return cand
+
+    def _score(self, obs: Observation, r, s, th, view: SupplierView, rounds: int):
+        week = obs.week
+        cap = s.capacity.get(r.category, 0)
+        last = r.deadline_week - s.lead_time_weeks
+        if cap <= 0 or last < week:
+            return None
+        if th is not None and th.status != "open" and th.status != "agreed":
+            return None
+        est = self.judge.price(obs, r, s, th, rounds)
+        if th is not None:
+            ap = th.awardable_price(week)
+            if ap is not None:
+                est = ap if th.status == "agreed" else min(est, ap)
+        rel = view.reliability
+        eff_cap = self.judge.usable_capacity(s, r.category, view)
+        buffered = last - 1 >= week
+        ps = rel + (1.0 - rel) * 0.5 if buffered else rel
+        span = max(1e-9, r.ceiling_unit_price - 0.7 * r.reference_price)
+        v = max(-1.0, min(1.0, (r.ceiling_unit_price - est) / span))
+        u = ps * (0.6 + 0.4 * v) - (1.0 - ps) * 0.1
+        if eff_cap < r.quantity_needed:
+            u -= 0.2 * (1.0 - eff_cap / r.quantity_needed)
+        if th is not None and th.rounds:
+            u += STICKY
+        target = last - 1 if buffered and rel < BUFFER_REL else last
+        return Candidate(u, s, th, rel, eff_cap, target)
+
+    def _plan(self, obs: Observation, r, sups, rounds: int) -> list[Plan]:
+        """The plan for the best supplier (and a second one when the best cannot cover
+        the whole need)."""
+        cands = []
+        for s in sups:
+            if s.active and not s.rejected:
+                c = self._candidate(obs, r, s, rounds)
+                if c is not None:
+                    cands.append(c)
+        if not cands:
+            return []
+        cands.sort(key=lambda c: (-c.utility, c.s.id))
+        best = self._make(obs, r, cands[0])
+        best.reserve = 0.85 * r.reference_price * obs.market_index.get(r.category, 1.0)
+        best.reserve *= r.quantity_needed
+        if best.eff_cap >= r.quantity_needed or len(cands) < 2:
+            return [best]
+        # Not enough (credible) capacity: source the rest from the next best supplier now,
+        # so both awards fit before the deadline.
+        rest = r.quantity_needed - best.eff_cap
+        second = self._make(obs, r, next((c for c in cands[1:] if c.eff_cap >= rest), cands[1]))
+        best.target = second.target = min(best.target, second.target)
+        best.second = True
+        best.partner = second
+        return [best, second]
+
+    def _make(self, obs: Observation, r, c: Candidate) -> Plan:
+        p = Plan(r, c.s, c.th, c.reliability, c.eff_cap, c.target)
+        th = c.th
+        if th is not None:
+            p.k = th.offers
+            p.ap = th.awardable_price(obs.week)
+            p.agreed = th.status == "agreed" and p.ap is not None
+        p.want = 0 if p.agreed else self.judge.rounds_wanted(obs, r, c.s, th)
+        return p
+
+
+def round_budgets(obs: Observation, plans: list[Plan]) -> None:
+    """Negotiation rounds per plan (plans sorted by award week): the largest common cap
+    such that, for every award week w, the awards and rounds due by w fit in the slots
+    left until the end of w; spare slots then go to the earliest plans first."""
+    week, left, apw = obs.week, obs.actions_left_this_week, obs.actions_per_week
+    n = len(plans)
+    base = []  # slots a plan needs besides rounds: its award, and a first quote if none
+    want = []
+    supply = []  # slots until the end of the plan's award week; None inside a group
+    for i, p in enumerate(plans):
+        first = 1 if p.ap is None else 0
+        base.append(1 + first)
+        want.append(max(0, p.want - first))
+        end = i == n - 1 or plans[i + 1].target != p.target
+        supply.append(left + (p.target - week) * apw if end else None)
+    top = max(want, default=0)
+
+    def feasible(cap: int) -> bool:
+        cum = 0
+        for i in range(n):
+            cum += base[i] + min(want[i], cap)
+            if supply[i] is not None and cum > supply[i]:
+                return False
+        return True
+
+    lo, hi = 0, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    cap = lo
+    slack = []
+    cum = 0
+    for i, p in enumerate(plans):
+        w = min(want[i], cap)
+        p.budget = base[i] - 1 + w
+        cum += base[i] + w
+        slack.append(supply[i] - cum if supply[i] is not None else 1 << 30)
+    if cap >= top:
+        return
+    for i, p in enumerate(plans):
+        extra = want[i] - (p.budget - base[i] + 1)
+        if extra <= 0:
+            continue
+        give = min(extra, min(slack[i:]))
+        if give > 0:
+            p.budget += give
+            for j in range(i, n):
+                slack[j] -= give

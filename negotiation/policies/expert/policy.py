@@ -1,0 +1,239 @@
+"""The expert buyer: plans, infers and squeezes within the rules, from the public
+observation only (a fresh instance resumes from any step with the same decisions; memos
+only cache pure functions of the observation).
+
+- Purchase requisitions on the first steps for every requirement whose cost can exceed the
+  PR threshold; a pending PR is escalated when an award due now or next week needs it.
+- Offers open at the highest insult line any persona can have (beliefs.SAFE_OPEN x list)
+  and then creep up by CREEP a round: never a stall, so tit-for-tat keeps answering and no
+  supplier hardens or walks for stubbornness.
+- Arena: a thread gets at most SAFE_ROUNDS offers (no persona walks for patience before
+  that), and the deal is closed by awarding the standing counter; plans, slots and awards
+  come from planning.py.
+- Bilateral (public round limit T): creep through T offers, then one final offer after the
+  seller's patience at the lowest price every fit of the documented supplier model accepts
+  (beliefs.closing_offer); when no fit explains the counters, award the last counter.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...concession import STALL_MOVE
+from ...observation import Observation
+from ..base import Policy
+from ..lookahead import best_path
+from . import acting
+from .beliefs import (
+    CLAIM_MARGIN,
+    DECEPTIVE_REL,
+    FIT_TOLERANCE,
+    OVERCLAIM,
+    SAFE_OPEN_LIST,
+    SAFE_OPEN_REF,
+    SAFE_ROUNDS,
+    Evidence,
+    Fit,
+    History,
+    SupplierView,
+    closing_offer,
+    expected_price,
+    fit_concession,
+    fitted_supplier,
+    history,
+)
+from .planning import Plan, Planner
+
+CREEP = 0.02  # the per-round raise of the expert's offers (above concession.STALL_MOVE)
+GAP = 0.88  # offers before the seller's patience stay this far under its counter
+MIN_FIT_COUNTERS = 3  # counters before the supplier model is fitted to a thread
+
+
+def ceil_cents(x: float) -> float:
+    return math.ceil(x * 100.0 - 1e-9) / 100.0
+
+
+def floor_cents(x: float) -> float:
+    return math.floor(x * 100.0 + 1e-9) / 100.0
+
+
+class PublicJudge:
+    """The planner's beliefs, from the public observation only."""
+
+    def __init__(self, evidence: Evidence) -> None:
+        self.evidence = evidence
+
+    def view(self, s) -> SupplierView:
+        v = self.evidence.view(s)
+        if v.deceptive and v.reliability > DECEPTIVE_REL:
+            return SupplierView(DECEPTIVE_REL, True)
+        return v
+
+    def usable_capacity(self, s, category: str, view: SupplierView) -> int:
+        return int(s.capacity.get(category, 0) / (OVERCLAIM if view.deceptive else CLAIM_MARGIN))
+
+    def price(self, obs: Observation, r, s, th, rounds: int) -> float:
+        lp = s.list_prices[r.id]
+        k = 0 if th is None else th.offers
+        n = min(k + rounds, SAFE_ROUNDS)
+        if th is None or th.counter_price is None:
+            return expected_price(lp, n)
+        first = th.rounds[0].supplier_price or lp
+        return min(th.counter_price, expected_price(max(lp, first), n))
+
+    def rounds_wanted(self, obs: Observation, r, s, th) -> int:
+        return max(0, SAFE_ROUNDS - (0 if th is None else th.offers))
+
+
+class ExpertPolicy(Policy):
+    name = "expert"
+
+    def __init__(self, seed: int = 0, **params: Any) -> None:
+        super().__init__(seed, **params)
+        self.evidence = Evidence()
+        self.planner = Planner(self._judge())
+        self._fit_memo: dict[tuple, tuple[int, list[Fit]]] = {}
+
+    def _judge(self):
+        return PublicJudge(self.evidence)
+
+    def act(self, obs: Observation) -> dict[str, Any]:
+        if obs.done:
+            return acting.DEFER
+        if obs.max_rounds is not None:
+            return self._bilateral(obs)
+        return self._arena(obs)
+
+    # ------------------------------------------------------------------ bilateral
+    def _bilateral(self, obs: Observation) -> dict[str, Any]:
+        r = obs.requirements[0]
+        if r.decided or r.quantity_needed <= 0:
+            return acting.DEFER
+        s = obs.suppliers[0]
+        th = obs.threads.get((s.id, r.id))
+        qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
+        if th is not None and th.status == "agreed":
+            return acting.award(s.id, r.id, qty)
+        if th is not None and th.status != "open":
+            return acting.DEFER
+        return self.bilateral_move(obs, s, r, th, qty)
+
+    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> dict[str, Any]:
+        """The next move on the one open thread (or none yet) of a bilateral episode."""
+        T = obs.max_rounds or 1
+        # The most it can pay per unit: its ceiling, within the budget.
+        cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
+        if th is None or th.counter_price is None:
+            return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
+        fits, h, anchor = self._fits(obs, s, r, th)
+        if th.offers < T:
+            planned = self._planned_offer(obs, s, r, th, fits, h, anchor)
+            return acting.negotiate(s.id, r.id, min(cap, planned or self.next_offer(th)))
+        final = closing_offer(h, anchor, fits) if fits else None
+        if th.counter_price > cap:
+            # Past its patience the seller still asks more than the buyer can pay: the
+            # buyer's best and final offer is all that is left.
+            return acting.negotiate(s.id, r.id, min(cap, final or cap))
+        if final is None or final >= th.counter_price or th.offers > T:
+            return acting.award(s.id, r.id, qty)
+        return acting.negotiate(s.id, r.id, final)
+
+    def _fits(self, obs: Observation, s, r, th) -> tuple[list[Fit], History, float]:
+        """The fits of the supplier model to this thread, refined counter by counter."""
+        h = history(th)
+        anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
+        key = (obs.episode_key, s.id, r.id)
+        hit = self._fit_memo.get(key)
+        if hit is not None and hit[0] == th.offers:
+            return hit[1], h, anchor
+        fits: list[Fit] = []
+        if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
+            prior = hit[1] if hit is not None and hit[0] == th.offers - 1 and hit[1] else None
+            fits = fit_concession(h, anchor, obs.max_rounds or 1, prior)
+        self._fit_memo[key] = (th.offers, fits)
+        return fits, h, anchor
+
+    def _planned_offer(self, obs, s, r, th, fits, h, anchor) -> float | None:
+        """The next offer on the cheapest path the best fit foresees (lookahead.py)."""
+        if not fits or fits[0].misfit > FIT_TOLERANCE:
+            return None
+        T = obs.max_rounds or 1
+        line = th.rounds[0].buyer_offer or self.opening(obs, s, r)
+        th_f, sh_f = fitted_supplier(h, anchor, T, fits[0], line)
+        path = best_path(th_f, sh_f, th.offers, obs.week, r.ceiling_unit_price, T + 1 - th.offers)
+        if path is None or not path.offers or path.offers[0] >= th.counter_price:
+            return None
+        return path.offers[0]
+
+    def opening(self, obs: Observation, s, r) -> float:
+        """The lowest offer that insults no persona: by the list price, or (no rival
+        pushing prices) by the reference price in today's market."""
+        line = SAFE_OPEN_LIST * s.list_prices[r.id]
+        if obs.max_rounds is not None:  # one seller, no rival: list and reference unpushed
+            line = min(
+                line, SAFE_OPEN_REF * r.reference_price * obs.market_index.get(r.category, 1.0)
+            )
+        return ceil_cents(line)
+
+    def next_offer(self, th) -> float:
+        last = th.rounds[-1].buyer_offer or 0.0
+        # Never close the gap before the seller's patience: its ask keeps falling with time.
+        below = max(last * (1.0 + STALL_MOVE), th.counter_price * GAP)
+        return min(
+            ceil_cents(last * (1.0 + CREEP)), ceil_cents(below), round(th.counter_price - 0.01, 2)
+        )
+
+    # ------------------------------------------------------------------ arena
+    def _arena(self, obs: Observation) -> dict[str, Any]:
+        week = obs.week
+        reqs = [r for r in obs.requirements if not r.decided and r.quantity_needed > 0]
+        if not reqs:
+            return acting.DEFER
+        act = acting.raise_prs(obs, reqs)
+        if act is not None:
+            return act
+        if self.evidence.update(obs):
+            self.planner.reset()
+            self._fit_memo = {}
+        plans = self.planner.plans(obs, reqs)
+        if not plans:
+            return acting.escalate_or_defer(obs, reqs)
+        reserve_total = sum(p.reserve for p in plans)
+        left = obs.actions_left_this_week
+        due = [p for p in plans if p.target <= week]
+        if due and left <= sum(1 if p.ap is not None else 2 for p in due):
+            # The week's last slots go to the awards due now (a quote first where needed).
+            for p in due:
+                if p.ap is not None:
+                    act = acting.close(obs, p, reserve_total - p.reserve)
+                    if act is not None:
+                        return act
+            for p in due:
+                if p.ap is None:
+                    return self.offer(obs, p)
+        # 1. Close: agreed deals and negotiations that are done or out of rounds.
+        for p in plans:
+            if p.ap is not None and (p.agreed or p.budget < 1 or p.want < 1):
+                act = acting.close(obs, p, reserve_total - p.reserve)
+                if act is not None:
+                    return act
+        # 2. One negotiation round: the earliest award week first.
+        for p in plans:
+            if p.budget >= 1 and p.want >= 1 and not p.agreed:
+                return self.offer(obs, p)
+        # 3. Nothing to negotiate: close whatever is due, else wait.
+        for p in plans:
+            if p.ap is not None and p.target <= week:
+                act = acting.close(obs, p, reserve_total - p.reserve)
+                if act is not None:
+                    return act
+        return acting.escalate_or_defer(obs, reqs)
+
+    def offer(self, obs: Observation, p: Plan) -> dict[str, Any]:
+        th = p.th
+        if th is None or th.counter_price is None or not th.rounds:
+            price = self.opening(obs, p.s, p.r)
+        else:
+            price = self.next_offer(th)
+        return acting.negotiate(p.s.id, p.r.id, min(price, floor_cents(p.r.ceiling_unit_price)))

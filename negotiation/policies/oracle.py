@@ -1,0 +1,105 @@
+"""The oracle: a buyer that reads the hidden world, for measurement only.
+
+It knows every supplier's reservation, floor, tactic mix, reciprocity, stall patience and
+deadline pressure, so it can simulate the rule supplier's answer to any offer
+(concession.py) and play the cheapest path a thread allows: a rising schedule of offers
+that never stalls nor insults, closed by the lowest offer the supplier accepts or by
+awarding its standing counter. Benchmarks (bench/quality.py) use it to show how close a
+policy gets to what is possible; it is not in the policy registry, so the API, the
+dashboard and the leaderboards cannot run it (``get_policy("oracle")`` is refused).
+
+Contract: ``OraclePolicy(seed)``, then ``watch(env)`` after every ``env.reset``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..observation import Observation
+from .expert import ExpertPolicy, acting
+from .expert.beliefs import SupplierView
+from .expert.planning import Plan
+from .lookahead import Path, best_path
+
+if TYPE_CHECKING:
+    from ..env import ProcurementEnv
+
+NAME = "oracle"
+LONG = 6  # offers a thread may take when the slots allow
+
+
+class TrueJudge:
+    """The planner's beliefs replaced by the truth: reliability, capacity, reachable prices."""
+
+    def __init__(self, oracle: OraclePolicy) -> None:
+        self.oracle = oracle
+
+    def view(self, s) -> SupplierView:
+        return SupplierView(self.oracle.env.hidden[s.id].true_reliability, False)
+
+    def usable_capacity(self, s, category: str, view: SupplierView) -> int:
+        true = self.oracle.env.hidden[s.id].true_capacity.get(category, 0)
+        return min(s.capacity.get(category, 0), true)
+
+    def price(self, obs: Observation, r, s, th, rounds: int) -> float:
+        path = self.oracle.path(s.id, r, 0 if th is None else th.offers, rounds)
+        return path.price if path is not None else 2.0 * r.ceiling_unit_price
+
+    def rounds_wanted(self, obs: Observation, r, s, th) -> int:
+        path = self.oracle.path(s.id, r, 0 if th is None else th.offers, LONG)
+        return 0 if path is None else len(path.offers)
+
+
+class OraclePolicy(ExpertPolicy):
+    """The expert's planner with the truth for beliefs, and every thread on its best path."""
+
+    name = NAME
+
+    def __init__(self, seed: int = 0, **params: Any) -> None:
+        super().__init__(seed, **params)
+        self._env: ProcurementEnv | None = None
+        self._paths: dict[tuple, Path | None] = {}
+
+    def _judge(self) -> TrueJudge:
+        return TrueJudge(self)
+
+    @property
+    def env(self) -> ProcurementEnv:
+        if self._env is None:
+            raise RuntimeError("OraclePolicy.watch(env) must be called after env.reset().")
+        return self._env
+
+    def watch(self, env: ProcurementEnv) -> None:
+        self._env = env
+        self._paths = {}
+        self.planner.reset()
+
+    def path(self, sid: str, r, k: int, rounds: int) -> Path | None:
+        """The cheapest path on (sid, r) from k offers within ``rounds`` more (memoised)."""
+        env = self.env
+        key = (sid, r.id, k, rounds, env.week)
+        if key not in self._paths:
+            th = env.th_hidden.get((sid, r.id)) or env.hidden_thread_now(sid, r)
+            self._paths[key] = best_path(
+                th, env.hidden[sid], k, env.week, r.ceiling_unit_price, rounds
+            )
+        return self._paths[key]
+
+    def act(self, obs: Observation) -> dict[str, Any]:
+        self.env  # noqa: B018 - refuses to play unwatched
+        return super().act(obs)
+
+    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> dict[str, Any]:
+        k = 0 if th is None else th.offers
+        path = self.path(s.id, r, k, (obs.max_rounds or 1) + 1 - k)
+        if path is None or not path.offers:
+            if th is not None and th.counter_price is not None:
+                return acting.award(s.id, r.id, qty)
+            return acting.DEFER
+        return acting.negotiate(s.id, r.id, path.offers[0])
+
+    def offer(self, obs: Observation, p: Plan) -> dict[str, Any]:
+        path = self.path(p.s.id, p.r, p.k, max(1, p.budget))
+        if path is None or not path.offers:
+            return super().offer(obs, p)
+        return acting.negotiate(p.s.id, p.r.id, path.offers[0])

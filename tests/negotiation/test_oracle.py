@@ -1,0 +1,57 @@
+"""The oracle (policies/oracle.py): measurement only, and an upper reference that holds."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
+from negotiation.evaluation import EvaluationError, build_spec
+from negotiation.policies.oracle import OraclePolicy
+
+
+def _play(preset: str, policy, seed: int) -> tuple[float, dict]:
+    env = ProcurementEnv(load_scenario(preset))
+    obs = env.reset(seed=seed)
+    if isinstance(policy, OraclePolicy):
+        policy.watch(env)
+    while not env.done:
+        res = env.step(policy.act(obs))
+        assert res.info["valid"], res.info["error"]
+        obs = res.observation
+    sc = env.score()
+    return sc.score, sc.metrics
+
+
+def test_the_oracle_is_not_a_registered_policy():
+    assert "oracle" not in list_policies()
+    with pytest.raises(ValueError, match="benchmarks only"):
+        get_policy("oracle")
+    with pytest.raises(EvaluationError, match="benchmarks only"):
+        build_spec(policies="oracle", scenarios="bilateral", seeds=2)
+
+
+def test_the_oracle_refuses_to_play_unwatched():
+    env = ProcurementEnv(load_scenario("bilateral"))
+    obs = env.reset(seed=1)
+    with pytest.raises(RuntimeError, match="watch"):
+        OraclePolicy(1).act(obs)
+
+
+@pytest.mark.parametrize("persona", ["hardball", "cooperative", "deceptive", "distressed"])
+def test_the_oracle_closes_every_bilateral_deal_and_outbargains_the_expert(persona):
+    preset = f"bilateral_{persona}"
+    oracle, expert = [], []
+    for seed in range(12):
+        _, m = _play(preset, OraclePolicy(seed), seed)
+        assert m["deal_rate"] == 1.0, (persona, seed)
+        oracle.append(m["buyer_share"])
+        expert.append(_play(preset, get_policy("expert", seed=seed), seed)[1]["buyer_share"])
+    assert statistics.mean(oracle) > statistics.mean(expert)
+
+
+def test_the_oracle_plays_arena_episodes_with_valid_actions():
+    for seed in range(3):
+        score, _ = _play("medium_adversarial", OraclePolicy(seed), seed)
+        assert 0.0 <= score <= 1.0
