@@ -1,0 +1,384 @@
+"""Negotiation quality: how well each buyer bargains, per preset, against the oracle.
+
+For every preset and buyer (the expert, the scripted buyers, always_accept, random and
+the measurement-only ``oracle``, which reads hidden state) it plays N seeds with the bare
+engine loop and prints a table per preset: each figure is a mean with its 95 % percentile
+bootstrap interval (negotiation/stats.py).
+
+  buyer_share      share of the zone of agreement the buyer kept, per deal   (higher)
+  deal_rate        requirements with a contract                              (higher)
+  mutual_loss      requirements with a zone of agreement but no deal         (lower)
+  rounds_per_deal  negotiation rounds in the thread of each deal             (lower)
+  score            the episode score                                         (higher)
+
+buyer_share and rounds_per_deal are averaged over the episodes that made at least one
+deal (an episode without a contract has no share to speak of; n says how many). "/oracle"
+is the row's buyer_share (bilateral presets) or score (arena presets) over the oracle's;
+"*" marks the best scripted buyer in each column.
+
+Supplier families (``--families``; tables per family and preset):
+
+  rule    the presets as they are (the suppliers the expert was tuned against)
+  mixed   HELD OUT: the same presets, but right after reset every supplier's concession
+          tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
+  field   HELD OUT: the "bilateral" preset with each field persona (negotiation/field.py,
+          third-party negotiators; needs the optional negmas packages, skipped otherwise)
+
+A summary at the end gives, per family and preset, expert/oracle, the expert's and the
+oracle's deal rates and the scripts whose mean score or buyer share beats the expert's.
+
+Usage: .venv/bin/python bench/quality.py [--seeds 300] [--presets a,b] [--policies x,y]
+       [--families rule,mixed,field] [--procs N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections import defaultdict
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario  # noqa: E402
+from negotiation.policies.base import Policy  # noqa: E402
+from negotiation.stats import MeanCI, bootstrap_mean_ci  # noqa: E402
+
+PRESETS = (
+    "bilateral_cooperative",
+    "bilateral_hardball",
+    "bilateral_deceptive",
+    "bilateral_distressed",
+    "easy_negotiation",
+    "medium_adversarial",
+    "hard_arena",
+)
+ORACLE = "oracle"
+SCRIPTS = tuple(p for p in list_policies() if p.startswith("script_"))
+POLICIES = ("expert", *SCRIPTS, "always_accept", "random", ORACLE)
+# metric -> True when higher is better
+METRICS = {
+    "buyer_share": True,
+    "deal_rate": True,
+    "mutual_loss": False,
+    "rounds_per_deal": False,
+    "score": True,
+}
+PER_DEAL = ("buyer_share", "rounds_per_deal")  # undefined without a deal
+FAMILIES = ("rule", "mixed", "field")
+FIELD_PRESET = "bilateral"  # the preset the field personas play
+
+
+def field_strategies() -> tuple[list[str], str | None]:
+    """(the field personas that can play here, why none can)."""
+    try:
+        from negotiation.field import available_field_strategies
+
+        names = list(available_field_strategies())
+    except ImportError as exc:
+        return [], f"negotiation.field is not importable ({exc})"
+    if not names:
+        return [], "no field strategy is available (the optional negmas packages are missing)"
+    return names, None
+
+
+def regenerate_tactics(env: ProcurementEnv, rng: random.Random) -> None:
+    """Re-draw every supplier's hidden concession tactic from ranges wider than any persona's
+    (the held-out "mixed" family). Patience, prices, insult and reliability are kept;
+    threads already open take the new beta too (none are open right after reset), later
+    threads take it from SupplierHidden when they open."""
+    for sid in sorted(env.hidden):
+        h = env.hidden[sid]
+        h.time_weight = rng.uniform(0.1, 0.95)
+        h.reciprocity = rng.uniform(0.2, 2.0)
+        h.tft_window = rng.randint(1, 4)
+        h.stall_rounds = rng.randint(2, 5)
+        h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
+        h.quarter_pressure = rng.uniform(0.0, 0.9)
+    for (sid, _rid), th in env.th_hidden.items():
+        th.beta = env.hidden[sid].beta
+
+
+def scenario(family: str, preset: str):
+    """The scenario a (family, preset) cell plays; a field cell's preset is
+    ``bilateral:<field persona>``."""
+    if family == "field":
+        base, persona = preset.split(":", 1)
+        return load_scenario(base, persona=persona)
+    return load_scenario(preset)
+
+
+def oracle_class() -> type[Policy] | None:
+    """The oracle's class, or None while its module cannot be imported."""
+    try:
+        from negotiation.policies.oracle import OraclePolicy
+    except ImportError:
+        return None
+    return OraclePolicy
+
+
+def make_buyer(name: str, seed: int) -> Policy:
+    """A fresh buyer for one episode: the oracle (not in the public registry) or a
+    registered policy."""
+    if name == ORACLE:
+        cls = oracle_class()
+        if cls is None:
+            raise RuntimeError("negotiation.policies.oracle is not importable")
+        return cls(seed=seed)
+    return get_policy(name, seed=seed)
+
+
+def play(task: tuple[str, str, str, int]) -> tuple[str, str, str, int, dict[str, Any]]:
+    """One episode with the bare engine loop; the oracle watches the world after reset
+    (after the mixed family's re-draw, so it sees the tactics the suppliers play)."""
+    family, preset, name, seed = task
+    try:
+        policy = make_buyer(name, seed)
+        policy.reset(seed)
+        env = ProcurementEnv(scenario(family, preset))
+        obs = env.reset(seed=seed)
+        if family == "mixed":
+            regenerate_tactics(env, random.Random(seed * 7919 + 17))
+        watch = getattr(policy, "watch", None)
+        if watch is not None:
+            watch(env)
+        while not env.done:
+            obs = env.step(policy.act(obs)).observation
+        sc = env.score()
+    except Exception as exc:  # a crashing buyer is reported, not fatal
+        return family, preset, name, seed, {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    m = sc.metrics
+    dealt = int(m["contracts"]) > 0
+    row: dict[str, Any] = {k: float(m[k]) for k in METRICS}
+    for k in PER_DEAL:
+        row[k] = row[k] if dealt else None
+    row["invalid_actions"] = int(m["invalid_actions"])
+    return family, preset, name, seed, row
+
+
+def summarise(
+    cell: tuple[str, str, str, list[dict[str, Any]]],
+) -> tuple[str, str, str, dict[str, Any]]:
+    family, preset, name, rows = cell
+    ok = [r for r in rows if "error" not in r]
+    out: dict[str, Any] = {k: bootstrap_mean_ci(r[k] for r in ok) for k in METRICS}
+    out["episodes"] = len(ok)
+    out["failed"] = len(rows) - len(ok)
+    out["errors"] = sorted({r["error"] for r in rows if "error" in r})
+    out["invalid_actions"] = sum(r["invalid_actions"] for r in ok)
+    return family, preset, name, out
+
+
+def _fmt(ci: MeanCI) -> str:
+    if ci.n == 0:
+        return f"{'n/a':>22s}"
+    return f"{ci.mean:6.3f} [{ci.low:6.3f},{ci.high:6.3f}]"
+
+
+def _ratio(a: MeanCI | None, b: MeanCI | None) -> float | None:
+    if a is None or b is None or a.n == 0 or b.n == 0 or abs(b.mean) < 1e-12:
+        return None
+    return a.mean / b.mean
+
+
+def report(
+    family: str, preset: str, bilateral: bool, cells: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Prints one (family, preset) table; returns its figures for --json."""
+    key = "buyer_share" if bilateral else "score"
+    oracle = cells.get(ORACLE, {}).get(key)
+    best: dict[str, str] = {}
+    for metric, higher in METRICS.items():
+        scored = [(c[metric].mean, n) for n, c in cells.items() if n in SCRIPTS and c[metric].n]
+        if scored:
+            best[metric] = (max if higher else min)(scored)[1]
+    mode = "bilateral" if bilateral else "arena"
+    print(f"\n## {family} / {preset} ({mode}; /oracle is {key})")
+    head = "".join(f" {m:>23s}" for m in METRICS)
+    print(f"{'buyer':22s}{head} {'/oracle':>8s} {'n.deal':>6s}")
+    out: dict[str, Any] = {"mode": mode, "ratio_metric": key, "policies": {}, "best_script": best}
+    for name, c in cells.items():
+        line = "".join(f" {_fmt(c[m])}{'*' if best.get(m) == name else ' '}" for m in METRICS)
+        ratio = _ratio(c[key], oracle)
+        rtxt = f"{ratio:8.3f}" if ratio is not None else f"{'n/a':>8s}"
+        print(f"{name:22s}{line}{rtxt} {c['buyer_share'].n:6d}")
+        out["policies"][name] = {
+            **{m: c[m].to_dict() for m in METRICS},
+            "episodes": c["episodes"],
+            "failed": c["failed"],
+            "errors": c["errors"],
+            "invalid_actions": c["invalid_actions"],
+            "vs_oracle": ratio,
+        }
+    expert = _ratio(cells.get("expert", {}).get(key), oracle)
+    out["expert_vs_oracle"] = expert
+    out["summary"] = summary_row(key, cells)
+    print(
+        f"expert/oracle {key}: "
+        + ("n/a (no oracle figures, or they are zero)" if expert is None else f"{expert:.3f}")
+    )
+    for name, c in cells.items():
+        if c["failed"]:
+            print(f"note: {name} crashed in {c['failed']} episode(s), left out: {c['errors'][0]}")
+        if c["invalid_actions"]:
+            print(f"note: {name} made {c['invalid_actions']} invalid actions")
+    return out
+
+
+def summary_row(key: str, cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """expert/oracle on ``key``, the expert's and the oracle's deal rates, and the scripts
+    whose mean score or buyer share beats the expert's."""
+
+    def mean(name: str, metric: str) -> float | None:
+        ci = cells.get(name, {}).get(metric)
+        return None if ci is None or ci.n == 0 else ci.mean
+
+    beats: dict[str, list[str]] = {}
+    for metric in ("score", "buyer_share"):
+        ref = mean("expert", metric)
+        beats[metric] = [
+            n
+            for n in cells
+            if n in SCRIPTS and ref is not None and (v := mean(n, metric)) is not None and v > ref
+        ]
+    return {
+        "ratio_metric": key,
+        "expert_vs_oracle": _ratio(
+            cells.get("expert", {}).get(key), cells.get(ORACLE, {}).get(key)
+        ),
+        "expert_deal_rate": mean("expert", "deal_rate"),
+        "oracle_deal_rate": mean(ORACLE, "deal_rate"),
+        "scripts_beating_expert": beats,
+    }
+
+
+def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
+    def num(x: float | None, width: int) -> str:
+        return f"{'n/a':>{width}s}" if x is None else f"{x:{width}.3f}"
+
+    print("\n# Summary: expert vs oracle, and the scripts that beat the expert (by mean)")
+    print(
+        f"{'family':7s} {'preset':32s} {'metric':11s} {'exp/orc':>7s} "
+        f"{'exp.deal':>8s} {'orc.deal':>8s}  scripts beating the expert"
+    )
+    for family, presets in figures.items():
+        for preset, fig in presets.items():
+            sm = fig["summary"]
+            beats = sm["scripts_beating_expert"]
+            who = "; ".join(
+                f"{m}: {', '.join(beats[m]) if beats[m] else 'none'}"
+                for m in ("score", "buyer_share")
+            )
+            print(
+                f"{family:7s} {preset:32s} {sm['ratio_metric']:11s} "
+                f"{num(sm['expert_vs_oracle'], 7)} {num(sm['expert_deal_rate'], 8)} "
+                f"{num(sm['oracle_deal_rate'], 8)}  {who}"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--seeds", type=int, default=300)
+    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument(
+        "--families",
+        default=None,
+        help="comma-separated supplier families: rule, mixed, field (default: rule,mixed, "
+        "and field when a field strategy is available)",
+    )
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args()
+    presets = [p for p in args.presets.split(",") if p]
+    policies = [p for p in args.policies.split(",") if p]
+    for p in policies:
+        if p != ORACLE and p not in list_policies():
+            ap.error(f"unknown policy '{p}'")
+    if ORACLE in policies and oracle_class() is None:
+        print("note: negotiation.policies.oracle is not importable yet; the oracle is skipped")
+        policies.remove(ORACLE)
+    strategies, why_not = field_strategies()
+    if args.families is None:
+        families = ["rule", "mixed"] + (["field"] if strategies else [])
+        if not strategies:
+            print(f"note: the field family is skipped: {why_not}")
+    else:
+        families = [f for f in args.families.split(",") if f]
+        for f in families:
+            if f not in FAMILIES:
+                ap.error(f"unknown family '{f}'; use {', '.join(FAMILIES)}")
+    cells_of: dict[str, list[str]] = {}  # family -> its presets
+    for family in families:
+        if family != "field":
+            cells_of[family] = list(presets)
+            continue
+        if not strategies:
+            print(f"note: the field family is skipped: {why_not}")
+            continue
+        field_cells = []
+        for name in strategies:
+            try:
+                load_scenario(FIELD_PRESET, persona=name)
+            except Exception as exc:  # the persona is not wired into scenarios yet
+                print(f"note: field persona '{name}' is skipped: {str(exc)[:200]}")
+                continue
+            field_cells.append(f"{FIELD_PRESET}:{name}")
+        if field_cells:
+            cells_of[family] = field_cells
+        else:
+            print("note: the field family is skipped: load_scenario accepts no field persona")
+    modes = {(f, p): scenario(f, p).mode == "bilateral" for f, ps in cells_of.items() for p in ps}
+
+    tasks = [
+        (f, pr, po, s)
+        for f, ps in cells_of.items()
+        for pr in ps
+        for po in policies
+        for s in range(args.seeds)
+    ]
+    print(
+        f"# Negotiation quality: {args.seeds} seeds x {len(policies)} buyers x "
+        f"{len(modes)} (family, preset) cells [{', '.join(cells_of)}] = {len(tasks)} "
+        f"episodes on {args.procs} process(es)"
+    )
+    t0 = time.perf_counter()
+    rows: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    with Pool(max(1, args.procs)) as pool:
+        chunk = max(1, min(32, math.ceil(len(tasks) / (8 * max(1, args.procs)))))
+        done = sorted(pool.imap_unordered(play, tasks, chunksize=chunk), key=lambda t: t[:4])
+        for family, preset, name, _seed, row in done:
+            rows[(family, preset, name)].append(row)
+        cells = [(f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies]
+        summaries = pool.map(summarise, cells)
+    print(f"# {time.perf_counter() - t0:.1f} s")
+    by_cell: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for family, preset, name, summary in summaries:
+        by_cell[(family, preset)][name] = summary
+    figures: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for f, pr in modes:
+        figures[f][pr] = report(f, pr, modes[(f, pr)], by_cell[(f, pr)])
+    print_summary(figures)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"seeds": args.seeds, "families": figures, "presets": figures.get("rule", {})},
+                indent=2,
+            )
+            + "\n"
+        )
+        print(f"\n# figures written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
