@@ -45,6 +45,8 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -356,7 +358,9 @@ def main() -> None:
     rows: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     with Pool(max(1, args.procs)) as pool:
         chunk = max(1, min(32, math.ceil(len(tasks) / (8 * max(1, args.procs)))))
-        done = sorted(pool.imap_unordered(play, tasks, chunksize=chunk), key=lambda t: t[:4])
+        played = pool.imap_unordered(play, tasks, chunksize=chunk)
+        progress = tqdm(played, total=len(tasks), desc="episodes", file=sys.stderr, miniters=50)
+        done = sorted(progress, key=lambda t: t[:4])
         for family, preset, name, _seed, row in done:
             rows[(family, preset, name)].append(row)
         cells = [(f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies]
