@@ -12,43 +12,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..concession import Ask, next_ask
+from ..concession import next_ask, record
 from ..entities import SupplierHidden, ThreadHidden
 
 GROWTH = (1.006, 1.01, 1.02, 1.035, 1.05, 1.075, 1.1)  # per-round raises it tries
 STARTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # openings: between the insult line and the floor
 
 
-@dataclass(slots=True)
-class _Sim:
-    """A copy of a thread's hidden history that simulation may change."""
-
-    th: ThreadHidden
-    offers: list[float]
-    asks: list[float]
-    stalls: int
-    hardened: bool
-    last_counter: float | None
-
-    @classmethod
-    def of(cls, th: ThreadHidden) -> _Sim:
-        return cls(th, list(th.offers), list(th.asks), th.stalls, th.hardened, th.last_counter)
-
-    def copy(self) -> _Sim:
-        return _Sim(
-            self.th, list(self.offers), list(self.asks), self.stalls, self.hardened,
-            self.last_counter,
-        )  # fmt: skip
-
-    def ask(self, sh: SupplierHidden, offer: float, k: int, week: int) -> Ask:
-        th = self.th
-        saved = (th.offers, th.asks, th.stalls, th.hardened, th.last_counter)
-        th.offers, th.asks, th.stalls = self.offers, self.asks, self.stalls
-        th.hardened, th.last_counter = self.hardened, self.last_counter
-        try:
-            return next_ask(th, sh, offer, k, week)
-        finally:
-            th.offers, th.asks, th.stalls, th.hardened, th.last_counter = saved
+def _clone(th: ThreadHidden) -> ThreadHidden:
+    """A copy of a hidden thread that simulation may change; the real one stays as it is."""
+    c = ThreadHidden(th.reservation, th.cost, th.floor, th.anchor, th.beta, th.patience)
+    c.offers, c.asks = list(th.offers), list(th.asks)
+    c.stalls, c.hardened = th.stalls, th.hardened
+    c.strikes, c.last_counter = th.strikes, th.last_counter
+    return c
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,28 +41,29 @@ def _ceil_cents(x: float) -> float:
     return math.ceil(x * 100.0 - 1e-9) / 100.0
 
 
-def lowest_accepted(sim: _Sim, sh: SupplierHidden, k: int, week: int, cap: float) -> float | None:
+def lowest_accepted(
+    th: ThreadHidden, sh: SupplierHidden, k: int, week: int, cap: float
+) -> float | None:
     """The lowest offer (in cents, <= cap) the supplier accepts as offer number k."""
-    th = sim.th
     lo = th.reservation
-    if k > th.patience + 1 or sim.ask(sh, cap, k, week).price > cap:
+    if k > th.patience + 1 or next_ask(th, sh, cap, k, week).price > cap:
         return None
     hi = cap
     for _ in range(24):  # offer - ask(offer) rises with the offer: bisect its root
         mid = (lo + hi) / 2
-        if mid >= sim.ask(sh, mid, k, week).price:
+        if mid >= next_ask(th, sh, mid, k, week).price:
             hi = mid
         else:
             lo = mid
     price = _ceil_cents(hi)
-    return price if price <= cap and price >= sim.ask(sh, price, k, week).price else None
+    return price if price <= cap and price >= next_ask(th, sh, price, k, week).price else None
 
 
 def best_path(
     th: ThreadHidden, sh: SupplierHidden, k0: int, week: int, cap: float, rounds: int
 ) -> Path | None:
     """The cheapest deal within ``rounds`` more offers, from a thread after k0 offers."""
-    base = _Sim.of(th)
+    base = th
     best: Path | None = None
     if base.last_counter is not None and base.last_counter <= cap:
         best = Path(base.last_counter, (), True)
@@ -97,7 +75,7 @@ def best_path(
         if last_offer is not None:
             first = max(first, last_offer * GROWTH[0])
         for g in GROWTH:
-            sim = base.copy()
+            sim = _clone(base)
             offers: list[float] = []
             o = first
             for j in range(rounds):
@@ -108,12 +86,10 @@ def best_path(
                 if k > th.patience:
                     break
                 o = _ceil_cents(o)
-                a = sim.ask(sh, o, k, week)
+                a = next_ask(sim, sh, o, k, week)
                 if o >= a.price or a.stalls >= sh.stall_rounds:
                     break  # accepted higher than planned, or a stall: not this path
-                sim.offers.append(o)
-                sim.asks.append(a.price)
-                sim.stalls = a.stalls
+                record(sim, o, a)
                 sim.last_counter = round(min(sim.last_counter or a.price, a.price), 2)
                 offers.append(o)
                 if sim.last_counter <= cap and (best is None or sim.last_counter < best.price):
