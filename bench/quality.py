@@ -342,11 +342,19 @@ def main() -> None:
             print("note: the field family is skipped: load_scenario accepts no field persona")
     modes = {(f, p): scenario(f, p).mode == "bilateral" for f, ps in cells_of.items() for p in ps}
 
+    def plays(family: str, policy: str) -> bool:
+        # The oracle simulates the rule suppliers' model: against a field seller it would
+        # be a guess, not a reference.
+        return not (family == "field" and policy == "oracle")
+
+    if "field" in cells_of and "oracle" in policies:
+        print("note: no oracle for the field family: it models rule suppliers only")
     tasks = [
         (f, pr, po, s)
         for f, ps in cells_of.items()
         for pr in ps
         for po in policies
+        if plays(f, po)
         for s in range(args.seeds)
     ]
     print(
@@ -363,7 +371,9 @@ def main() -> None:
         done = sorted(progress, key=lambda t: t[:4])
         for family, preset, name, _seed, row in done:
             rows[(family, preset, name)].append(row)
-        cells = [(f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies]
+        cells = [
+            (f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies if plays(f, po)
+        ]
         summaries = pool.map(summarise, cells)
     print(f"# {time.perf_counter() - t0:.1f} s")
     by_cell: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
