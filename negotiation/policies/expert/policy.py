@@ -4,15 +4,18 @@ only cache pure functions of the observation).
 
 - Purchase requisitions on the first steps for every requirement whose cost can exceed the
   PR threshold; a pending PR is escalated when an award due now or next week needs it.
-- Offers open at the highest insult line any persona can have (beliefs.SAFE_OPEN x list)
-  and then creep up by CREEP a round: never a stall, so tit-for-tat keeps answering and no
-  supplier hardens or walks for stubbornness.
+- Offers open at the highest insult line any persona can have (beliefs.SAFE_OPEN_*) and
+  then rise every round: never a stall, so tit-for-tat keeps answering and no supplier
+  hardens or walks for stubbornness; before the seller's patience they stay GAP under its
+  counter, whose time-dependent part keeps falling.
 - Arena: a thread gets at most SAFE_ROUNDS offers (no persona walks for patience before
-  that), and the deal is closed by awarding the standing counter; plans, slots and awards
-  come from planning.py.
-- Bilateral (public round limit T): creep through T offers, then one final offer after the
-  seller's patience at the lowest price every fit of the documented supplier model accepts
-  (beliefs.closing_offer); when no fit explains the counters, award the last counter.
+  that), each raised by TFT_STEP_CAP, the most one round of tit-for-tat mirrors, and the
+  deal is closed by awarding the standing counter; plans, slots and awards come from
+  planning.py.
+- Bilateral (public round limit T): creep by CREEP through T offers, then one final offer
+  after the seller's patience at the lowest price every fit of the documented supplier
+  model accepts (beliefs.closing_offer, never more than MAX_GAMBLE under the counter);
+  when no fit explains the counters, award the last counter.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...concession import STALL_MOVE
+from ...concession import STALL_MOVE, TFT_STEP_CAP
 from ...observation import Observation
 from ..base import Policy
 from ..lookahead import best_path
@@ -45,7 +48,7 @@ from .beliefs import (
 )
 from .planning import Plan, Planner
 
-CREEP = 0.02  # the per-round raise of the expert's offers (above concession.STALL_MOVE)
+CREEP = 0.02  # bilateral: the per-round raise (above concession.STALL_MOVE) over T offers
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before the supplier model is fitted to a thread
 
@@ -176,12 +179,12 @@ class ExpertPolicy(Policy):
             )
         return ceil_cents(line)
 
-    def next_offer(self, th) -> float:
+    def next_offer(self, th, rate: float = CREEP) -> float:
         last = th.rounds[-1].buyer_offer or 0.0
         # Never close the gap before the seller's patience: its ask keeps falling with time.
         below = max(last * (1.0 + STALL_MOVE), th.counter_price * GAP)
         return min(
-            ceil_cents(last * (1.0 + CREEP)), ceil_cents(below), round(th.counter_price - 0.01, 2)
+            ceil_cents(last * (1.0 + rate)), ceil_cents(below), round(th.counter_price - 0.01, 2)
         )
 
     # ------------------------------------------------------------------ arena
@@ -235,5 +238,5 @@ class ExpertPolicy(Policy):
         if th is None or th.counter_price is None or not th.rounds:
             price = self.opening(obs, p.s, p.r)
         else:
-            price = self.next_offer(th)
+            price = self.next_offer(th, TFT_STEP_CAP)
         return acting.negotiate(p.s.id, p.r.id, min(price, floor_cents(p.r.ceiling_unit_price)))
