@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .concession import pressure
 from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
+from .field import FIELD_ACTOR
 from .guard import HardRuleGuard, ProposedDecision, band_floor
 from .records import FrozenDict
 from .suppliers import RULE_POLICY, SupplierContext, SupplierPolicy
@@ -209,8 +210,10 @@ def respond(
         sh.persona, offer, th.offers, hid, sh, env.week, buyer_message, env.rng, r, th
     )
     proposal = policy.respond(ctx)
-    if proposal.actor != "rule":
-        _count_llm_supplier(env, proposal)
+    if proposal.actor != "rule":  # an LLM, its fallback, or a field negotiator answered
+        env.step_supplier_actor = proposal.actor
+        if not proposal.actor.startswith(FIELD_ACTOR):
+            _count_llm_supplier(env, proposal)
     prev = hid.last_counter
     d = GUARD.apply(proposal, offer, hid.reservation, prev)
     if d.interventions:
@@ -220,7 +223,6 @@ def respond(
 
 def _count_llm_supplier(env: ProcurementEnv, proposal: ProposedDecision) -> None:
     """Per-episode counts of LLM supplier decisions and their fallbacks (never silent)."""
-    env.step_supplier_actor = proposal.actor
     c = env.counters
     c["supplier_llm_decisions"] += 1
     if proposal.failure is not None:

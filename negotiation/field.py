@@ -58,6 +58,7 @@ from .suppliers import SupplierContext, SupplierPolicy, pick_message
 
 GRID_STEPS = 200  # price levels between the reservation and the anchor
 MAX_SESSIONS = 4096  # live threads remembered per policy (least recently used dropped)
+FIELD_ACTOR = "field:"  # a field decision's actor on the step record: "field:<persona>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ class FieldSupplierPolicy(SupplierPolicy):
         if strategy not in STRATEGIES:
             raise KeyError(f"unknown field strategy {strategy!r}; known: {sorted(STRATEGIES)}")
         self.strategy = STRATEGIES[strategy]
+        self.actor = FIELD_ACTOR + strategy  # who answered, on the step's record
         self._sessions: OrderedDict[int, _Session] = OrderedDict()
 
     def respond(self, ctx: SupplierContext) -> ProposedDecision:
@@ -149,10 +151,10 @@ class FieldSupplierPolicy(SupplierPolicy):
             self._sessions.pop(key, None)
         voice = self.strategy.voice
         if kind == "accept":
-            return ProposedDecision("accept", ctx.offer, pick_message(ctx.rng, "accept", voice))
-        if kind == "walk_away":
-            return ProposedDecision("walk_away", None, pick_message(ctx.rng, "walk_away", voice))
-        return ProposedDecision("counter", price, pick_message(ctx.rng, "counter", voice))
+            price = ctx.offer
+        elif kind == "walk_away":
+            price = None
+        return ProposedDecision(kind, price, pick_message(ctx.rng, kind, voice), actor=self.actor)
 
 
 def seller_utility(price: float, reservation: float, anchor: float) -> float:

@@ -518,3 +518,14 @@ def test_field_episodes_are_deterministic(policy):
     for cfg in configs:
         for seed in (3, 4):
             assert play_episode(cfg, policy, seed) == play_episode(cfg, policy, seed)
+
+
+@strategies
+def test_field_decisions_are_recorded_as_the_field_persona_not_as_an_llm(name):
+    from negotiation import load_scenario, run_episode
+
+    _strategy(name)
+    result = run_episode(load_scenario("bilateral", persona=name), "expert", 1)
+    answered = {s.supplier_actor for s in result.steps if s.response is not None}
+    assert answered == {f"field:{name}"}
+    assert result.metrics["supplier_llm_decisions"] == 0
