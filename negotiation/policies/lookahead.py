@@ -1,10 +1,10 @@
 """Search over a thread's offer paths against the documented supplier model.
 
-Given a supplier's hidden pricing (its true one for the oracle, a fitted one for the
-expert), it simulates the rule supplier's answer to offers (concession.py) and finds the
-cheapest path a thread allows within a number of offers: a rising schedule that never
-stalls nor insults, closed by the lowest offer the supplier accepts or by awarding its
-standing counter.
+Given a supplier's true hidden pricing (the oracle reads it), it simulates the rule
+supplier's answer to offers (concession.py) on a copy of the thread and finds the cheapest
+path the thread allows within a number of offers: a rising schedule that never stalls nor
+insults, closed by the lowest offer the supplier accepts or by awarding its standing
+counter.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ...concession import TFT_STEP_CAP
-from ...entities import SupplierHidden, ThreadHidden
-from ...guard import BAND
 from ...observation import Observation
 from ...suppliers import PERSONA_PARAMS
 
@@ -148,7 +146,7 @@ _WEIGHTS = tuple(0.25 + 0.05 * i for i in range(13))  # 0.25 .. 0.85
 _RECIPROCITY = tuple(0.35 + 0.15 * i for i in range(10))  # 0.35 .. 1.7
 _WINDOWS = (1, 2, 3)
 FIT_TOLERANCE = 0.004  # rms misfit (x anchor) under which a parameter set explains a thread
-KEEP_TOLERANCE = 0.012  # misfit under which a parameter set is kept for the next counter
+KEEP_TOLERANCE = 0.012  # misfit under which a parameter set is kept as a candidate
 CLOSE_MARGIN = 0.004  # above the highest predicted acceptance line, for rounding and grid
 MAX_GAMBLE = 0.03  # a final offer never goes further below the last counter than this
 
@@ -177,18 +175,13 @@ _GRID = tuple(
 )
 
 
-def fit_concession(
-    h: History, anchor: float, patience: int, prior: list[Fit] | None = None
-) -> list[Fit]:
-    """Parameter sets of the supplier model that explain the counters, best first. With
-    ``prior`` (the fits of the same thread one counter ago) only those are re-tried: a
-    parameter set that explained fewer counters badly cannot explain more of them well."""
+def fit_concession(h: History, anchor: float, patience: int) -> list[Fit]:
+    """Parameter sets of the supplier model that explain the counters, best first."""
     n = len(h.counters)
     fits: list[Fit] = []
-    grid = _GRID if prior is None else [(f.beta, f.window, f.reciprocity, f.weight) for f in prior]
     fr_of: dict[float, list[float]] = {}
     tft_of: dict[tuple[int, float], list[float]] = {}
-    for beta, d, rec, w in grid:
+    for beta, d, rec, w in _GRID:
         fr = fr_of.get(beta)
         if fr is None:
             fr = fr_of[beta] = [
@@ -244,25 +237,3 @@ def closing_offer(h: History, anchor: float, fits: list[Fit]) -> float | None:
         need = max(need, hi)
     need = max(need * (1.0 + CLOSE_MARGIN), last * (1.0 - MAX_GAMBLE))
     return math.ceil(need * 100.0) / 100.0
-
-
-def fitted_supplier(
-    h: History, anchor: float, patience: int, fit: Fit, insult_line: float
-) -> tuple[ThreadHidden, SupplierHidden]:
-    """Hidden pricing as a fit believes it (no pressure, a stall never forgiven, insults
-    below ``insult_line``), with the thread's history, for lookahead.best_path."""
-    reservation = fit.floor / (1.0 + BAND)
-    th = ThreadHidden(reservation, 0.0, fit.floor, anchor, fit.beta, patience)
-    th.offers, th.asks = list(h.offers), list(h.counters)
-    th.last_counter = h.counters[-1] if h.counters else None
-    sh = SupplierHidden(
-        insult=max(0.0, 1.0 - insult_line / reservation),
-        time_weight=fit.weight,
-        tft_window=fit.window,
-        reciprocity=fit.reciprocity,
-        stall_rounds=1,
-        quarter_end=0,
-        quarter_pressure=0.0,
-        overstock=0.0,
-    )
-    return th, sh

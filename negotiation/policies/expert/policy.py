@@ -26,24 +26,19 @@ from typing import Any
 from ...concession import STALL_MOVE, TFT_STEP_CAP
 from ...observation import Observation
 from ..base import Policy
-from ..lookahead import best_path
 from . import acting
 from .beliefs import (
     CLAIM_MARGIN,
     DECEPTIVE_REL,
-    FIT_TOLERANCE,
     OVERCLAIM,
     SAFE_OPEN_LIST,
     SAFE_OPEN_REF,
     SAFE_ROUNDS,
     Evidence,
-    Fit,
-    History,
     SupplierView,
     closing_offer,
     expected_price,
     fit_concession,
-    fitted_supplier,
     history,
 )
 from .planning import Plan, Planner
@@ -96,7 +91,7 @@ class ExpertPolicy(Policy):
         super().__init__(seed, **params)
         self.evidence = Evidence()
         self.planner = Planner(self._judge())
-        self._fit_memo: dict[tuple, tuple[int, list[Fit]]] = {}
+        self._finals: dict[tuple, float | None] = {}
 
     def _judge(self):
         return PublicJudge(self.evidence)
@@ -129,11 +124,9 @@ class ExpertPolicy(Policy):
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
             return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
-        fits, h, anchor = self._fits(obs, s, r, th)
         if th.offers < T:
-            planned = self._planned_offer(obs, s, r, th, fits, h, anchor)
-            return acting.negotiate(s.id, r.id, min(cap, planned or self.next_offer(th)))
-        final = closing_offer(h, anchor, fits) if fits else None
+            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th)))
+        final = self._final_offer(obs, s, r, th)
         if th.counter_price > cap:
             # Past its patience the seller still asks more than the buyer can pay: the
             # buyer's best and final offer is all that is left.
@@ -142,32 +135,19 @@ class ExpertPolicy(Policy):
             return acting.award(s.id, r.id, qty)
         return acting.negotiate(s.id, r.id, final)
 
-    def _fits(self, obs: Observation, s, r, th) -> tuple[list[Fit], History, float]:
-        """The fits of the supplier model to this thread, refined counter by counter."""
-        h = history(th)
-        anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
-        key = (obs.episode_key, s.id, r.id)
-        hit = self._fit_memo.get(key)
-        if hit is not None and hit[0] == th.offers:
-            return hit[1], h, anchor
-        fits: list[Fit] = []
-        if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-            prior = hit[1] if hit is not None and hit[0] == th.offers - 1 and hit[1] else None
-            fits = fit_concession(h, anchor, obs.max_rounds or 1, prior)
-        self._fit_memo[key] = (th.offers, fits)
-        return fits, h, anchor
-
-    def _planned_offer(self, obs, s, r, th, fits, h, anchor) -> float | None:
-        """The next offer on the cheapest path the best fit foresees (lookahead.py)."""
-        if not fits or fits[0].misfit > FIT_TOLERANCE:
-            return None
-        T = obs.max_rounds or 1
-        line = th.rounds[0].buyer_offer or self.opening(obs, s, r)
-        th_f, sh_f = fitted_supplier(h, anchor, T, fits[0], line)
-        path = best_path(th_f, sh_f, th.offers, obs.week, r.ceiling_unit_price, T + 1 - th.offers)
-        if path is None or not path.offers or path.offers[0] >= th.counter_price:
-            return None
-        return path.offers[0]
+    def _final_offer(self, obs: Observation, s, r, th) -> float | None:
+        """The offer after the seller's patience from the model fit (None: no fit explains
+        the thread); fitted once per thread and offer count."""
+        key = (obs.episode_key, s.id, r.id, th.offers)
+        if key not in self._finals:
+            h = history(th)
+            anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
+            final = None
+            if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
+                fits = fit_concession(h, anchor, obs.max_rounds or 1)
+                final = closing_offer(h, anchor, fits) if fits else None
+            self._finals[key] = final
+        return self._finals[key]
 
     def opening(self, obs: Observation, s, r) -> float:
         """The lowest offer that insults no persona: by the list price, or (no rival
@@ -198,7 +178,7 @@ class ExpertPolicy(Policy):
             return act
         if self.evidence.update(obs):
             self.planner.reset()
-            self._fit_memo = {}
+            self._finals = {}
         plans = self.planner.plans(obs, reqs)
         if not plans:
             return acting.escalate_or_defer(obs, reqs)
