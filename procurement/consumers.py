@@ -12,6 +12,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from procurement.heap import freeze_startup_heap
 from procurement.limits import InputError, decode_json
 from procurement.models import Episode, Sweep
 from procurement.roles import has_role
@@ -23,6 +24,10 @@ SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+# The group events a stream forwards to its client as they are (see live.encoded).
+FORWARDED_EVENTS = frozenset(
+    {"episode.decisions", "episode.status", "sweep.progress", "episode.approval"}
+)
 READ_ONLY = (
     "This stream is read-only: use the REST API to act. The one message it takes is "
     '{"type": "resume", "after_step": N}, on an episode stream.'
@@ -53,6 +58,7 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
         # (clients key decisions by step), never not at all.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.send_json(snapshot)
+        freeze_startup_heap()
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -81,18 +87,25 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
     def snapshot(self) -> dict[str, Any] | None:
         """The current state to send on connect (and set ``self.group``); None: not found."""
 
-    # Group events are forwarded as they are.
-    async def episode_decisions(self, event: dict) -> None:
-        await self.send_json(event)
+    async def dispatch(self, message: dict) -> None:
+        # Group events go straight out. Channels' dispatch would first run
+        # close_old_connections in the one thread serving sync_to_async: a thread hop per
+        # viewer per event, one after another, most of a 100-viewer fan-out. Forwarding
+        # touches no database (every query here goes through database_sync_to_async,
+        # which closes old connections itself).
+        if message["type"] in FORWARDED_EVENTS:
+            await self.forward(message)
+        else:
+            await super().dispatch(message)
 
-    async def episode_status(self, event: dict) -> None:
-        await self.send_json(event)
-
-    async def sweep_progress(self, event: dict) -> None:
-        await self.send_json(event)
-
-    async def episode_approval(self, event: dict) -> None:
-        await self.send_json(event)
+    async def forward(self, event: dict) -> None:
+        """Send a group event to the client: its text as published (encoded once for all
+        viewers, see live.encoded), or, from an older publisher, the event itself."""
+        text = event.get("text")
+        if isinstance(text, str):
+            await self.send(text_data=text)
+        else:
+            await self.send_json(event)
 
 
 class EpisodeConsumer(LiveStreamConsumer):

@@ -9,6 +9,7 @@ and use them up during a short outage. Whatever outlasts the retries, the reconc
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 
@@ -32,7 +33,8 @@ RETRY_POLICY = {
 
 @shared_task(name="workers.tasks.ping")
 def ping(payload: str = "ping") -> dict[str, object]:
-    """Liveness probe that also proves the worker has Django and a database connection."""
+    """Liveness probe that also proves the worker has Django and a database connection
+    (and its startup heap out of the collector's way, procurement.heap)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return {
@@ -40,6 +42,7 @@ def ping(payload: str = "ping") -> dict[str, object]:
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "db_vendor": connection.vendor,
+        "heap_frozen": gc.get_freeze_count() > 0,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -37,11 +38,24 @@ def episode_payload(episode: Episode) -> dict[str, Any]:
     }
 
 
+def encoded(event: dict[str, Any]) -> dict[str, Any]:
+    """A live event as the channel layer carries it: its type (the consumers dispatch on
+    it) and the JSON text each viewer is sent, encoded once here rather than once per
+    viewer in the web process (as ``send_json`` would: the same text)."""
+    return {"type": event["type"], "text": json.dumps(event)}
+
+
+def event_content(message: dict[str, Any]) -> dict[str, Any]:
+    """The event a viewer receives for a channel-layer message (see ``encoded``)."""
+    text = message.get("text")
+    return json.loads(text) if isinstance(text, str) else message
+
+
 def _send(group: str, events: list[dict[str, Any]]) -> None:
     from workers.publish import publish_many
 
     try:
-        publish_many(group, events)
+        publish_many(group, [encoded(e) for e in events])
     except Exception:  # live updates are best effort: the stored data is the truth
         log.warning("could not publish %d event(s) to %s", len(events), group, exc_info=True)
 

@@ -4,6 +4,8 @@ routing), fed by a real episode run publishing through the channel layer."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -15,6 +17,7 @@ from procurement.asgi import application
 from procurement.consumers import READ_ONLY
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
+from procurement.services.live import encoded
 from procurement.services.scenarios import seed_presets
 from procurement.services.sweeps import create_sweep
 from tests.websockets import ORIGIN, refused_code
@@ -183,3 +186,37 @@ async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role)
     assert [e["id"] for e in snapshot["episodes"]] == [episode.pk]
     assert [s["id"] for s in snapshot["sweeps"]] == [sweep.pk]
     await overview.disconnect()
+
+
+async def test_group_events_go_out_encoded_once_and_without_a_database_hop(
+    user_with_role, monkeypatch
+) -> None:
+    """A published event reaches the viewer as the text the publisher encoded (the same
+    text send_json made of it before); a plain event (an older publisher) still goes out
+    as JSON; neither costs a close_old_connections thread hop per viewer."""
+    import channels.consumer
+    from channels.layers import get_channel_layer
+
+    hops = []
+
+    async def counted() -> None:
+        hops.append(1)
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    cookie = await _session_cookie(user_with_role, "analyst")
+    episode = await _episode()
+    communicator, connected, _ = await _connect(f"/ws/episodes/{episode.pk}/", cookie)
+    assert connected
+    await communicator.receive_json_from()  # the snapshot
+    assert gc.get_freeze_count() > 0  # the server's startup heap, out of the collector's way
+    hops.clear()  # the connect's own (it queries the database)
+
+    event = {"type": "episode.decisions", "episode": episode.pk, "decisions": [{"step": 0}]}
+    layer = get_channel_layer()
+    await layer.group_send(episode.group_name, encoded(event))
+    assert await communicator.receive_from() == json.dumps(event)
+    plain = {"type": "episode.status", "episode": {"id": episode.pk, "status": "running"}}
+    await layer.group_send(episode.group_name, plain)
+    assert await communicator.receive_json_from() == plain
+    assert hops == []
+    await communicator.disconnect()

@@ -32,6 +32,7 @@ def test_real_worker_process_executes_a_task_through_redis(celery_worker_process
     assert result["echo"] == "hello"
     assert result["pid"] != os.getpid()
     assert result["pid"] in celery_worker_process.child_pids()
+    assert result["heap_frozen"] is True  # no full collections over Django's startup heap
     from django.db import connection
 
     assert result["db_vendor"] == connection.vendor

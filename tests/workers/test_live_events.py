@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
+from procurement.services.live import event_content
 from tests.workers.helpers import seeded
 from workers.publish import bind_server_loop
 
@@ -49,7 +50,7 @@ def _run_in_worker_thread(episode_id: int) -> None:
 async def _drain(layer, channel: str, until_type: str, timeout: float = 10) -> list[dict]:
     messages = []
     while True:
-        message = await asyncio.wait_for(layer.receive(channel), timeout)
+        message = event_content(await asyncio.wait_for(layer.receive(channel), timeout))
         messages.append(message)
         if message["type"] == until_type and message.get("episode", {}).get("status") in (
             "finished",
@@ -112,7 +113,7 @@ async def test_sweep_progress_is_throttled_to_four_messages_a_second() -> None:
     get_runner().submit(run_sweep_task, (sweep.pk,))
     stamps, last = [], None
     while last is None or last["sweep"]["status"] == "running":
-        last = await asyncio.wait_for(layer.receive(channel), 30)
+        last = event_content(await asyncio.wait_for(layer.receive(channel), 30))
         stamps.append(last["sent_at"])
     bind_server_loop(None)
     elapsed = time.monotonic() - started
