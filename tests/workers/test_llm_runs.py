@@ -20,6 +20,7 @@ from negotiation.llm import ChatResult, LLMBackend
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, SweepCell
 from procurement.services.episodes import start_episode
+from procurement.services.live import event_content
 from procurement.services.scenarios import copy_scenario
 from procurement.services.sweeps import create_sweep
 from tests.llm_models import build_tiny_model
@@ -136,7 +137,7 @@ def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
             await asyncio.to_thread(stack.worker, "gpu", 4, queues="gpu", pool="threads")
             ended: set[int] = set()
             while ended != set(ids):  # each episode's last event is its final status
-                message = await layer.receive(channel)
+                message = event_content(await layer.receive(channel))
                 if message["type"] == "episode.decisions":
                     received[message["episode"]].extend(message["decisions"])
                 elif message["episode"]["status"] in ("finished", "failed"):
