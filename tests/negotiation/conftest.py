@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -51,3 +51,23 @@ def negotiate(env: ProcurementEnv, sid: str, rid: str, price: float) -> Any:
     return env.step(
         {"action_type": "negotiate", "supplier_id": sid, "requirement_id": rid, "price": price}
     )
+
+
+class OpenThread(NamedTuple):
+    """A thread just opened on R01 with its first supplier, for driving respond() directly."""
+
+    env: ProcurementEnv
+    r: Any
+    sid: str
+    th: Any
+    hid: Any
+
+
+@pytest.fixture
+def r01_thread() -> OpenThread:
+    env = ProcurementEnv(load_scenario("medium_adversarial"))
+    env.reset(seed=5)
+    r = env.req_by_id["R01"]
+    sid = next(s.id for s in env.suppliers if "R01" in s.list_prices)
+    th = env.open_thread(sid, r)
+    return OpenThread(env, r, sid, th, env.th_hidden[(sid, "R01")])

@@ -221,17 +221,11 @@ def test_threads_are_independent_in_one_policy():
 
 
 @needs_negmas
-def test_plays_through_the_engine_respond_path():
+def test_plays_through_the_engine_respond_path(r01_thread):
     """The real actions.respond(): guard, counters and thread state, with a field seller."""
-    from negotiation import ProcurementEnv, load_scenario
     from negotiation.actions import respond
 
-    env = ProcurementEnv(load_scenario("medium_adversarial"))
-    env.reset(seed=5)
-    r = env.req_by_id["R01"]
-    sid = next(s.id for s in env.suppliers if "R01" in s.list_prices)
-    th = env.open_thread(sid, r)
-    hid = env.th_hidden[(sid, "R01")]
+    env, r, _, th, hid = r01_thread
     policy = FIELD_STRATEGIES["field_conceder"]()
     last = None
     for i in range(hid.patience + 2):
@@ -249,12 +243,11 @@ def test_plays_through_the_engine_respond_path():
 
 
 def test_importing_the_module_does_not_import_negmas():
-    root = Path(__file__).resolve().parents[2]
     code = (
         "import sys, negotiation.field\n"
         "assert not [m for m in sys.modules if m.startswith('negmas')], 'negmas imported'\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
 # --------------------------------------------------------------- field personas in scenarios

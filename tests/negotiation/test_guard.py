@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from negotiation import ProcurementEnv, load_scenario
 from negotiation.actions import respond
 from negotiation.guard import BAND, WITHHELD, HardRuleGuard, ProposedDecision, band_floor
 from negotiation.suppliers import SupplierPolicy
@@ -83,13 +82,8 @@ class RogueSupplier(SupplierPolicy):
         return ProposedDecision("counter", r * 3.0, "price going up!")
 
 
-def test_guard_sits_in_the_env_path_and_counts_interventions():
-    env = ProcurementEnv(load_scenario("medium_adversarial"))
-    env.reset(seed=5)
-    r = env.req_by_id["R01"]
-    sid = next(s.id for s in env.suppliers if "R01" in s.list_prices)
-    th = env.open_thread(sid, r)
-    hid = env.th_hidden[(sid, "R01")]
+def test_guard_sits_in_the_env_path_and_counts_interventions(r01_thread):
+    env, r, _, th, hid = r01_thread
     last = None
     for i in range(9):
         offer = hid.reservation * (0.5 + 0.05 * i)
