@@ -251,6 +251,7 @@ class ProcurementEnv:
         }
         self.last_action: dict[str, Any] = {"valid": True, "error": None}
         self.max_rounds: int | None = cfg.bilateral_max_rounds if cfg.mode == "bilateral" else None
+        self.seller_cost: float | None = None  # bilateral: set by generate_bilateral
         if cfg.mode == "bilateral":
             generate_bilateral(self)
         else:

@@ -54,6 +54,7 @@ class Observation(NamedTuple):
     last_action: FrozenDict  # {"valid": bool, "error": {code, message} | None}
     done: bool
     max_rounds: int | None
+    seller_cost: float | None  # bilateral: the seller's unit cost, a public term of the game
     pr_threshold: float
     pr_lead_weeks: int
     pr_guardrail: float
@@ -105,6 +106,7 @@ class Observation(NamedTuple):
                 "quote_validity_weeks": self.quote_validity_weeks,
                 "max_deferrals": self.max_deferrals,
                 "max_rounds": self.max_rounds,
+                "seller_unit_cost": self.seller_cost,
             },
             "done": self.done,
         }
@@ -136,6 +138,7 @@ def observe(env: ProcurementEnv) -> Observation:
         FrozenDict({"valid": last["valid"], "error": None if error is None else FrozenDict(error)}),
         done,
         env.max_rounds,
+        env.seller_cost,
         cfg.pr_threshold,
         cfg.pr_lead_weeks,
         cfg.pr_guardrail,

@@ -316,3 +316,6 @@ def generate_bilateral(env: ProcurementEnv) -> None:
     style = tuple(rng.uniform(-0.15, 0.15) for _ in TELL_NAMES)
     env.add_supplier(sup, hidden, style)
     env.budget_total = req.ceiling_unit_price * qty
+    # The game's terms are public, as in the bargaining literature (the preset's description
+    # states them): budget, asking price, round limit and the seller's unit cost.
+    env.seller_cost = env.reservation_now(sup.id, req)[0]
