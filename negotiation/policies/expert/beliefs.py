@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ...concession import TFT_STEP_CAP
+from ...entities import SupplierHidden, ThreadHidden
+from ...guard import BAND
 from ...observation import Observation
 from ...suppliers import PERSONA_PARAMS
+from ..lookahead import lowest_accepted
 
 SUSPICION = 0.38  # mean competing-offer / low-stock claim above which a supplier looks deceptive
 DECEPTIVE_REL = 0.66  # delivery reliability assumed for a supplier that looks deceptive
@@ -46,6 +49,12 @@ def _line(p: str) -> float:
 
 SAFE_OPEN_LIST = 1.01 * max(_line(p) / _lo("list_factor", p) for p in PERSONA_PARAMS)
 SAFE_OPEN_REF = 1.01 * max(_line(p) for p in PERSONA_PARAMS)
+# Bilateral games make the seller's cost public: the highest insult line of any persona at
+# that cost, and the lowest floor any persona can have there (reservation x the guard band).
+SAFE_OPEN_COST = 1.005 * max(
+    (1.0 + _hi("margin", p)) * (1.0 - _lo("insult", p)) for p in PERSONA_PARAMS
+)
+LOWEST_FLOOR_COST = min(1.0 + _lo("margin", p) for p in PERSONA_PARAMS) * (1.0 + BAND)
 # Offers the expert may make on a thread of unknown patience: none walks before its patience.
 SAFE_ROUNDS = min(int(_lo("patience", p)) for p in PERSONA_PARAMS)
 
@@ -141,14 +150,13 @@ def expected_price(anchor: float, rounds: int) -> float:
 
 
 # ---------------------------------------------------------------- the concession model fit
-_BETAS = tuple(math.exp(math.log(0.15) + i * math.log(4.0 / 0.15) / 13) for i in range(14))
-_WEIGHTS = tuple(0.25 + 0.05 * i for i in range(13))  # 0.25 .. 0.85
-_RECIPROCITY = tuple(0.35 + 0.15 * i for i in range(10))  # 0.35 .. 1.7
-_WINDOWS = (1, 2, 3)
-FIT_TOLERANCE = 0.004  # rms misfit (x anchor) under which a parameter set explains a thread
-KEEP_TOLERANCE = 0.012  # misfit under which a parameter set is kept as a candidate
-CLOSE_MARGIN = 0.004  # above the highest predicted acceptance line, for rounding and grid
-MAX_GAMBLE = 0.03  # a final offer never goes further below the last counter than this
+# The grid spans wider ranges than any persona's: an unknown seller may lie outside them.
+_WINDOWS = (1, 2, 3, 4)
+_RECIPROCITY = tuple(0.15 + 0.05 * i for i in range(38))  # 0.15 .. 2.0
+_BETAS = tuple(math.exp(math.log(0.1) + i * math.log(60.0) / 47) for i in range(48))  # 0.1 .. 6
+FIT_TOLERANCE = 0.002  # rms misfit (x anchor) under which a parameter set explains a thread
+PLAUSIBLE = 3.0  # fits within this factor of the best one's misfit stay plausible
+CLOSE_MARGIN = 0.005  # a final offer sits this far above the highest predicted acceptance line
 
 
 class Fit(NamedTuple):
@@ -170,70 +178,115 @@ def _tft(h: History, anchor: float, k: int, offer: float, d: int, rec: float) ->
     return h.counters[n - dd] / max(1.0, ratio) ** rec
 
 
-_GRID = tuple(
-    (beta, d, rec, w) for beta in _BETAS for d in _WINDOWS for rec in _RECIPROCITY for w in _WEIGHTS
-)
+def _solve(f, g, y, rows) -> tuple[float, float] | None:
+    """Least squares of y = u f + w g over ``rows``: (u, w), or None when singular."""
+    sff = sum(f[i] * f[i] for i in rows)
+    sgg = sum(g[i] * g[i] for i in rows)
+    sfg = sum(f[i] * g[i] for i in rows)
+    sfy = sum(f[i] * y[i] for i in rows)
+    sgy = sum(g[i] * y[i] for i in rows)
+    det = sff * sgg - sfg * sfg
+    if abs(det) < 1e-12 * max(1e-12, sff * sgg):
+        return None
+    return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
 
 
-def fit_concession(h: History, anchor: float, patience: int) -> list[Fit]:
-    """Parameter sets of the supplier model that explain the counters, best first."""
+def _fit_one(
+    h: History,
+    anchor: float,
+    patience: int,
+    min_floor: float,
+    d: int,
+    rec: float,
+    beta: float,
+    t: list[float] | None = None,
+) -> Fit | None:
+    """The best (F, w) for one (window, reciprocity, beta): F and w are solved exactly,
+    since a counter not clamped by the floor or the previous counter is affine in (w F, w):
+    c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k, with f_k = (k / T) ** (1 / beta)."""
     n = len(h.counters)
+    c = h.counters
+    if t is None:
+        t = [_tft(h, anchor, k, h.offers[k - 1], d, rec) for k in range(1, n + 1)]
+    f = [(min(k, patience) / patience) ** (1.0 / beta) for k in range(1, n + 1)]
+    y = [ck - tk for ck, tk in zip(c, t, strict=True)]
+    g = [anchor * (1.0 - fk) - tk for fk, tk in zip(f, t, strict=True)]
+    rows: range | list[int] = range(n)
+    fit = None
+    for _ in range(2):  # refit once without the rounds the clamps decided
+        uw = _solve(f, g, y, rows)
+        if uw is None or not 0.0 < uw[1] <= 1.0:
+            break
+        w = uw[1]
+        floor = uw[0] / w
+        if not max(min_floor, 0.3 * anchor) < floor < anchor:
+            break
+        prev, sse, free = anchor, 0.0, []
+        for i in range(n):
+            mix = w * (floor * f[i] + anchor * (1.0 - f[i])) + (1.0 - w) * t[i]
+            if floor <= mix <= prev:
+                free.append(i)
+            sse += (min(prev, max(floor, mix)) - c[i]) ** 2
+            prev = c[i]
+        fit = Fit(floor, beta, w, rec, d, math.sqrt(sse / n) / anchor)
+        if len(free) == n or len(free) < 2:
+            break
+        rows = free
+    return fit
+
+
+def fit_concession(h: History, anchor: float, patience: int, min_floor: float = 0.0) -> list[Fit]:
+    """Parameter sets of the supplier model (concession.py) that explain the counters, best
+    first, over a grid of (window, reciprocity, beta) wider than any persona's ranges. A
+    floor under ``min_floor`` (a seller never sells below its cost) explains nothing."""
+    n = len(h.counters)
+    if n < 3:
+        return []
     fits: list[Fit] = []
-    fr_of: dict[float, list[float]] = {}
-    tft_of: dict[tuple[int, float], list[float]] = {}
-    for beta, d, rec, w in _GRID:
-        fr = fr_of.get(beta)
-        if fr is None:
-            fr = fr_of[beta] = [
-                (min(k, patience) / patience) ** (1.0 / beta) for k in range(1, n + 1)
-            ]
-        tft = tft_of.get((d, rec))
-        if tft is None:
-            tft = tft_of[(d, rec)] = [
-                _tft(h, anchor, k, h.offers[k - 1], d, rec) for k in range(1, n + 1)
-            ]
-            # counter_k = w (F f_k + A (1 - f_k)) + (1 - w) tft_k: affine in F.
-            a = [w * f for f in fr]
-            b = [w * anchor * (1.0 - f) + (1.0 - w) * t for f, t in zip(fr, tft, strict=True)]
-            saa = sum(x * x for x in a)
-            if saa <= 0.0:
-                continue
-            floor = sum(x * (c - y) for x, c, y in zip(a, h.counters, b, strict=True)) / saa
-            if not 0.3 * anchor < floor < anchor:
-                continue
-            prev, sse = anchor, 0.0
-            for x, y, c in zip(a, b, h.counters, strict=True):
-                pred = min(prev, max(floor, x * floor + y))
-                sse += (pred - c) ** 2
-                prev = c
-            misfit = math.sqrt(sse / n) / anchor
-            if misfit <= KEEP_TOLERANCE:
-                fits.append(Fit(floor, beta, w, rec, d, misfit))
-    fits.sort(key=lambda f: f.misfit)
+    for d in _WINDOWS:
+        for rec in _RECIPROCITY:
+            t = [_tft(h, anchor, k, h.offers[k - 1], d, rec) for k in range(1, n + 1)]
+            for beta in _BETAS:
+                fit = _fit_one(h, anchor, patience, min_floor, d, rec, beta, t)
+                if fit is not None and fit.misfit <= 2.0 * FIT_TOLERANCE:
+                    fits.append(fit)
+    fits.sort(key=lambda fi: fi.misfit)
     return fits
 
 
-def closing_offer(h: History, anchor: float, fits: list[Fit]) -> float | None:
-    """The lowest final offer (after the supplier's patience) every plausible fit accepts,
-    or None when no fit explains the thread."""
+def _model(h: History, anchor: float, patience: int, fit: Fit):
+    """A fitted seller as the engine's own hidden records, for concession.next_ask."""
+    th = ThreadHidden(fit.floor / (1.0 + BAND), 0.0, fit.floor, anchor, fit.beta, patience)
+    th.offers, th.asks = list(h.offers), list(h.counters)
+    th.last_counter = h.counters[-1]
+    sh = SupplierHidden(
+        time_weight=fit.weight,
+        reciprocity=fit.reciprocity,
+        tft_window=fit.window,
+        stall_rounds=len(h.offers) + 2,
+        quarter_end=0,
+        quarter_pressure=0.0,  # the fitted floor is the floor of the moment
+        overstock=0.0,
+    )
+    return th, sh
+
+
+def closing_offer(h: History, anchor: float, patience: int, fits: list[Fit]) -> float | None:
+    """The lowest next offer every plausible fit accepts (CLOSE_MARGIN above it), or None
+    when no fit explains the thread or none accepts less than the last counter."""
     if not fits or fits[0].misfit > FIT_TOLERANCE:
         return None
-    bound = max(FIT_TOLERANCE, 2.0 * fits[0].misfit)
-    k = len(h.counters) + 1
+    bound = max(FIT_TOLERANCE, PLAUSIBLE * fits[0].misfit)
     last = h.counters[-1]
+    k = len(h.counters) + 1
     need = 0.0
     for f in fits:
         if f.misfit > bound:
             break
-        lo, hi = f.floor, last
-        for _ in range(30):  # offer - ask(offer) rises with the offer
-            mid = (lo + hi) / 2
-            tft = _tft(h, anchor, k, mid, f.window, f.reciprocity)
-            ask = min(last, max(f.floor, f.weight * f.floor + (1.0 - f.weight) * tft))
-            if mid >= ask:
-                hi = mid
-            else:
-                lo = mid
-        need = max(need, hi)
-    need = max(need * (1.0 + CLOSE_MARGIN), last * (1.0 - MAX_GAMBLE))
-    return math.ceil(need * 100.0) / 100.0
+        th, sh = _model(h, anchor, patience, f)
+        low = lowest_accepted(th, sh, k, 0, last)
+        if low is None:
+            return None
+        need = max(need, low)
+    need = math.ceil(need * (1.0 + CLOSE_MARGIN) * 100.0) / 100.0
+    return need if need < last else None

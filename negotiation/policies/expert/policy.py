@@ -12,10 +12,13 @@ only cache pure functions of the observation).
   that), each raised by TFT_STEP_CAP, the most one round of tit-for-tat mirrors, and the
   deal is closed by awarding the standing counter; plans, slots and awards come from
   planning.py.
-- Bilateral (public round limit T): creep by CREEP through T offers, then one final offer
-  after the seller's patience at the lowest price every fit of the documented supplier
-  model accepts (beliefs.closing_offer, never more than MAX_GAMBLE under the counter);
-  when no fit explains the counters, award the last counter.
+- Bilateral (public round limit T, public seller cost): open at the highest insult line
+  any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
+  while the seller's time-dependent ask falls, and at offer T jump to the lowest floor any
+  persona can have at that cost: tit-for-tat answers the whole raise at once while the time
+  part sits at the floor. Then award the counter, or make one final offer after the
+  seller's patience at the lowest price every plausible fit of the documented supplier
+  model accepts (beliefs.closing_offer); when no fit explains the counters, award.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ import math
 from typing import Any
 
 from ...concession import STALL_MOVE, TFT_STEP_CAP
+from ...guard import BAND
 from ...observation import Observation
 from ..base import Policy
 from . import acting
 from .beliefs import (
     CLAIM_MARGIN,
     DECEPTIVE_REL,
+    LOWEST_FLOOR_COST,
     OVERCLAIM,
+    SAFE_OPEN_COST,
     SAFE_OPEN_LIST,
     SAFE_OPEN_REF,
     SAFE_ROUNDS,
@@ -43,7 +49,7 @@ from .beliefs import (
 )
 from .planning import Plan, Planner
 
-CREEP = 0.02  # bilateral: the per-round raise (above concession.STALL_MOVE) over T offers
+CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before the jump
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before the supplier model is fitted to a thread
 
@@ -124,8 +130,10 @@ class ExpertPolicy(Policy):
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
             return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
-        if th.offers < T:
+        if th.offers < T - 1:
             return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th)))
+        if th.offers == T - 1:
+            return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, th)))
         final = self._final_offer(obs, s, r, th)
         if th.counter_price > cap:
             # Past its patience the seller still asks more than the buyer can pay: the
@@ -134,6 +142,15 @@ class ExpertPolicy(Policy):
         if final is None or final >= th.counter_price or th.offers > T:
             return acting.award(s.id, r.id, qty)
         return acting.negotiate(s.id, r.id, final)
+
+    def last_offer(self, obs: Observation, th) -> float:
+        """The offer at the seller's patience: a jump to the lowest floor any seller can
+        have at this cost, so that its tit-for-tat answers the whole raise at once while
+        its time-dependent ask sits at its floor; the counter it draws is then awarded."""
+        jump = self.next_offer(th)
+        if obs.seller_cost is not None:
+            jump = max(jump, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
+        return min(jump, round(th.counter_price - 0.01, 2))
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
         """The offer after the seller's patience from the model fit (None: no fit explains
@@ -144,14 +161,19 @@ class ExpertPolicy(Policy):
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             final = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                fits = fit_concession(h, anchor, obs.max_rounds or 1)
-                final = closing_offer(h, anchor, fits) if fits else None
+                T = obs.max_rounds or 1
+                # A seller never counters under its band above the reservation >= its cost.
+                least = (obs.seller_cost or 0.0) * (1.0 + BAND)
+                fits = fit_concession(h, anchor, T, least)
+                final = closing_offer(h, anchor, T, fits)
             self._finals[key] = final
         return self._finals[key]
 
     def opening(self, obs: Observation, s, r) -> float:
-        """The lowest offer that insults no persona: by the list price, or (no rival
-        pushing prices) by the reference price in today's market."""
+        """The lowest offer that insults no persona: by the seller's public cost (bilateral),
+        else by the list price or (no rival pushing prices) the reference price."""
+        if obs.seller_cost is not None:
+            return ceil_cents(SAFE_OPEN_COST * obs.seller_cost)
         line = SAFE_OPEN_LIST * s.list_prices[r.id]
         if obs.max_rounds is not None:  # one seller, no rival: list and reference unpushed
             line = min(
