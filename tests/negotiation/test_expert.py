@@ -16,7 +16,9 @@ from negotiation.policies.expert.beliefs import (
     SAFE_OPEN_REF,
     SAFE_ROUNDS,
 )
+from negotiation.policies.expert.policy import CREEP
 from negotiation.policies.lookahead import lowest_accepted
+from negotiation.records import ThreadRecord
 from negotiation.suppliers import PERSONA_PARAMS
 
 
@@ -90,32 +92,47 @@ def _redraw_tactics(env: ProcurementEnv, rng: random.Random) -> None:
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
 
 
-@pytest.mark.parametrize("mixed", [False, True])
-@pytest.mark.parametrize("persona", ["hardball", "cooperative", "deceptive", "distressed"])
-def test_the_final_offer_never_goes_under_what_the_seller_accepts(persona, mixed):
+def _creep_then_jump(env: ProcurementEnv, obs) -> ThreadRecord:
+    """The expert's bilateral schedule without the jump's share of the counter (so more
+    threads end with room for a final offer): T offers, then the thread as it stands."""
+    cost, T = obs.seller_cost, obs.max_rounds
+    offer = math.ceil(SAFE_OPEN_COST * cost * 100) / 100
+    for n in range(1, T + 1):
+        if n == T:
+            offer = max(offer, math.ceil(LOWEST_FLOOR_COST * cost * 100) / 100)
+        th = obs.thread("S01", "R01")
+        if th is not None:
+            offer = min(offer, th.counter_price - 0.01)
+        act = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+        obs = env.step({**act, "price": offer}).observation
+        offer = math.ceil(offer * (1.0 + CREEP) * 100) / 100
+    return obs
+
+
+def test_the_final_offer_never_goes_under_what_the_seller_accepts():
     """After the seller's patience, the model fit's final offer is at or above the lowest
-    offer the seller really accepts (read from the hidden state), or there is none."""
-    env = ProcurementEnv(load_scenario(f"bilateral_{persona}"))
+    offer the seller really accepts (read from the hidden state), or there is none; with
+    the personas' tactics and with tactics redrawn from wider ranges."""
     finals = 0
-    for seed in range(25):
-        obs = env.reset(seed=seed)
-        if mixed:
-            _redraw_tactics(env, random.Random(seed))
-        pol = get_policy("expert", seed=seed)
-        th = None
-        while not env.done and (th is None or (th.status == "open" and th.offers < 8)):
-            obs = env.step(pol.act(obs)).observation
+    for persona in ("hardball", "cooperative", "deceptive", "distressed"):
+        env = ProcurementEnv(load_scenario(f"bilateral_{persona}"))
+        for seed in range(60):
+            obs = env.reset(seed=seed)
+            if seed % 3:
+                _redraw_tactics(env, random.Random(seed))
+            obs = _creep_then_jump(env, obs)
             th = obs.thread("S01", "R01")
-        if th is None or th.status != "open":
-            continue
-        final = pol._final_offer(obs, obs.suppliers[0], obs.requirements[0], th)
-        true = lowest_accepted(
-            env.th_hidden[("S01", "R01")], env.hidden["S01"], 9, 0, th.counter_price
-        )
-        if final is not None:
-            finals += 1
-            assert true is not None and final >= true, (seed, final, true)
-    assert finals or persona in ("cooperative", "distressed")  # their counter is the floor
+            if th.status != "open":
+                continue
+            pol = get_policy("expert", seed=seed)
+            final = pol._final_offer(obs, obs.suppliers[0], obs.requirements[0], th)
+            true = lowest_accepted(
+                env.th_hidden[("S01", "R01")], env.hidden["S01"], 9, 0, th.counter_price
+            )
+            if final is not None:
+                finals += 1
+                assert true is not None and final >= true, (persona, seed, final, true)
+    assert finals >= 10, finals  # the check is not vacuous
 
 
 @pytest.mark.parametrize("persona", ["hardball", "cooperative", "deceptive", "distressed"])
