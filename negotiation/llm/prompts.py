@@ -78,6 +78,17 @@ def buyer_rules(obs: Observation) -> str:
         f"purchase requisition (raise_pr: approved after {obs.pr_lead_weeks} week(s); "
         f"amount <= {obs.pr_guardrail} x ceiling x quantity needed).\n"
         "- Invalid actions waste the slot and cost score. Tells are noisy signals in 0-1.\n"
+        + _bilateral_terms(obs)
+    )
+
+
+def _bilateral_terms(obs: Observation) -> str:
+    """A bilateral game's public terms: the seller's round limit and unit cost."""
+    if obs.max_rounds is None or obs.seller_cost is None:
+        return ""
+    return (
+        f"- One seller: it stops conceding after {obs.max_rounds} offers (then it takes an "
+        f"offer at its ask or walks); its unit cost is {fmt_price(obs.seller_cost)}.\n"
     )
 
 
