@@ -199,15 +199,14 @@ def _fit_one(
     d: int,
     rec: float,
     beta: float,
-    t: list[float] | None = None,
+    t: list[float],
 ) -> Fit | None:
     """The best (F, w) for one (window, reciprocity, beta): F and w are solved exactly,
     since a counter not clamped by the floor or the previous counter is affine in (w F, w):
-    c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k, with f_k = (k / T) ** (1 / beta)."""
+    c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k, with f_k = (k / T) ** (1 / beta) and
+    tft_k the tit-for-tat asks ``t`` of (d, rec)."""
     n = len(h.counters)
     c = h.counters
-    if t is None:
-        t = [_tft(h, anchor, k, h.offers[k - 1], d, rec) for k in range(1, n + 1)]
     f = [(min(k, patience) / patience) ** (1.0 / beta) for k in range(1, n + 1)]
     y = [ck - tk for ck, tk in zip(c, t, strict=True)]
     g = [anchor * (1.0 - fk) - tk for fk, tk in zip(f, t, strict=True)]
