@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,9 +27,20 @@ class Catalogue:
     by_key: dict[str, CatalogueItem]
     categories: tuple[str, ...]
     currency: str
+    # category -> its items in catalogue order, grouped once: worldgen reads it per
+    # requirement on every reset.
+    _by_category: dict[str, tuple[CatalogueItem, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        groups: dict[str, list[CatalogueItem]] = {}
+        for i in self.items:
+            groups.setdefault(i.category, []).append(i)
+        object.__setattr__(self, "_by_category", {c: tuple(g) for c, g in groups.items()})
 
     def in_category(self, category: str) -> list[CatalogueItem]:
-        return [i for i in self.items if i.category == category]
+        return list(self._by_category.get(category, ()))
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .actions import ActionError, execute_action
 from .catalogue import catalogue_for
 from .config import ScenarioConfig
+from .draws import Span
 from .entities import (
     Contract,
     Event,
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 # reset(seed=None) draws a seed below this bound, so every seed can be written down.
 SEED_BOUND = 2**31
+# A supplier's list price per requirement around its list factor (rng.uniform's floats).
+_LIST_JITTER = Span(0.97, 1.03)
 
 
 def _supplier_policies(
@@ -128,7 +131,7 @@ class ProcurementEnv:
 
     def _add_list_price(self, sup: Supplier, r: Requirement) -> None:
         h = self.hidden[sup.id]
-        jitter = 1.0 if self.cfg.mode == "bilateral" else self.rng.uniform(0.97, 1.03)
+        jitter = 1.0 if self.cfg.mode == "bilateral" else _LIST_JITTER.draw(self.rng)
         item_price = self.item_price(r)
         self.list_base[(sup.id, r.id)] = item_price * h.list_factor * jitter
         sup.list_prices[r.id] = self.list_price(sup.id, r)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from .catalogue import CatalogueItem
 from .concession import QUARTER_WEEKS
 from .config import FIELD_PERSONAS, PERSONAS
+from .draws import Span, WeightedPool, uniforms
 from .entities import TELL_NAMES, Requirement, Supplier, SupplierHidden
 from .field import base_persona
 
@@ -79,10 +82,12 @@ _NOTES: tuple[tuple[str, dict[str, float]], ...] = (
 )
 
 
-def _u(rng: random.Random, rng_pair: tuple[float, float] | float) -> float:
-    if isinstance(rng_pair, tuple):
-        return rng.uniform(rng_pair[0], rng_pair[1])
-    return float(rng_pair)
+# Uniform ranges of the world's draws (draws.Span: the same floats as rng.uniform).
+_CEILING = Span(1.0, 1.15)  # a requirement's ceiling over the market reference
+_DEADLINE = Span(0.35, 1.0)  # where in the allowed span a deadline falls
+_COST_JITTER = Span(0.97, 1.03)  # a supplier's cost ratio per category, around its persona's
+_CAPACITY = Span(0.7, 1.8)  # a supplier's true capacity over the category's demand
+_STYLE = (Span(-0.15, 0.15),) * len(TELL_NAMES)  # its hidden offset per tell
 
 
 def nice_quantity(q: int) -> int:
@@ -109,49 +114,102 @@ def persona_counts(mix: dict[str, float], n: int) -> list[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _PersonaDraws:
+    """A base persona's PERSONA_PARAMS digested once, in the order make_hidden draws them
+    (uniform spans in runs between the integer draws): every supplier of every reset
+    draws from these."""
+
+    first: tuple[Span, ...]  # rated_bias, capacity_claim, margin, floor_margin, list_factor, beta
+    patience: tuple[int, int]
+    second: tuple[Span, ...]  # reliability, stress, time_weight
+    tft_window: tuple[int, int]
+    reciprocity: Span
+    stall_rounds: tuple[int, int]
+    last: tuple[Span, ...]  # quarter_pressure, overstock
+    cost_ratio: Span
+    insult: float
+    insult_walk_prob: float
+    dark_prob: float
+    stall_walk_prob: float
+    notes: WeightedPool[str]  # reputation notes, with this persona's weights
+
+
+@cache
+def _persona_draws(base: str) -> _PersonaDraws:
+    from .suppliers import PERSONA_PARAMS
+
+    pp = PERSONA_PARAMS[base]
+
+    def spans(*names: str) -> tuple[Span, ...]:
+        return tuple(Span(*pp[n]) for n in names)  # type: ignore[misc]
+
+    def ints(name: str) -> tuple[int, int]:
+        lo, hi = pp[name]  # type: ignore[misc]
+        return int(lo), int(hi)
+
+    return _PersonaDraws(
+        first=spans(
+            "rated_bias", "capacity_claim", "margin", "floor_margin", "list_factor", "beta"
+        ),
+        patience=ints("patience"),
+        second=spans("reliability", "stress", "time_weight"),
+        tft_window=ints("tft_window"),
+        reciprocity=Span(*pp["reciprocity"]),  # type: ignore[misc]
+        stall_rounds=ints("stall_rounds"),
+        last=spans("quarter_pressure", "overstock"),
+        cost_ratio=Span(*pp["cost_ratio"]),  # type: ignore[misc]
+        insult=float(pp["insult"]),  # type: ignore[arg-type]
+        insult_walk_prob=float(pp["insult_walk_prob"]),  # type: ignore[arg-type]
+        dark_prob=float(pp["dark_prob"]),  # type: ignore[arg-type]
+        stall_walk_prob=float(pp["stall_walk_prob"]),  # type: ignore[arg-type]
+        notes=WeightedPool([text for text, _ in _NOTES], [w.get(base, 1) for _, w in _NOTES]),
+    )
+
+
 def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierHidden:
     """A supplier's hidden numbers, drawn from its (base) persona's ranges; ``persona`` stays
     the name the scenario gave (a field persona keeps its field name)."""
-    from .suppliers import PERSONA_PARAMS
-
     base = base_persona(persona)
-    pp = PERSONA_PARAMS[base]
-    bias = _u(rng, pp["rated_bias"])
-    claim = _u(rng, pp["capacity_claim"])
+    d = _persona_draws(base)
+    randint = rng.randint
+    bias, claim, margin, floor_margin, list_factor, beta = uniforms(rng, d.first)
+    patience = randint(*d.patience)
+    reliability, stress, time_weight = uniforms(rng, d.second)
+    tft_window = randint(*d.tft_window)
+    reciprocity = d.reciprocity.draw(rng)
+    stall_rounds = randint(*d.stall_rounds)
+    quarter_end = randint(1, QUARTER_WEEKS)
+    quarter_pressure, overstock = uniforms(rng, d.last)
     if base == "deceptive":
         bias *= deception
         claim = 1.0 + (claim - 1.0) * deception
     return SupplierHidden(
         persona=persona,
         cost_ratio={},
-        margin=_u(rng, pp["margin"]),
-        floor_margin=_u(rng, pp["floor_margin"]),
-        list_factor=_u(rng, pp["list_factor"]),
-        beta=_u(rng, pp["beta"]),
-        patience=_randint(rng, pp["patience"]),
-        insult=float(pp["insult"]),  # type: ignore[arg-type]
-        insult_walk_prob=float(pp["insult_walk_prob"]),  # type: ignore[arg-type]
-        true_reliability=_u(rng, pp["reliability"]),
+        margin=margin,
+        floor_margin=floor_margin,
+        list_factor=list_factor,
+        beta=beta,
+        patience=patience,
+        insult=d.insult,
+        insult_walk_prob=d.insult_walk_prob,
+        true_reliability=reliability,
         true_capacity={},
-        stress=_u(rng, pp["stress"]),
+        stress=stress,
         rival_push=1.0,
         dark_until=None,
-        dark_prob=float(pp["dark_prob"]),  # type: ignore[arg-type]
+        dark_prob=d.dark_prob,
         capacity_claim_factor=claim,
-        time_weight=_u(rng, pp["time_weight"]),
-        tft_window=_randint(rng, pp["tft_window"]),
-        reciprocity=_u(rng, pp["reciprocity"]),
-        stall_rounds=_randint(rng, pp["stall_rounds"]),
-        stall_walk_prob=float(pp["stall_walk_prob"]),  # type: ignore[arg-type]
-        quarter_end=rng.randint(1, QUARTER_WEEKS),
-        quarter_pressure=_u(rng, pp["quarter_pressure"]),
-        overstock=_u(rng, pp["overstock"]),
+        time_weight=time_weight,
+        tft_window=tft_window,
+        reciprocity=reciprocity,
+        stall_rounds=stall_rounds,
+        stall_walk_prob=d.stall_walk_prob,
+        quarter_end=quarter_end,
+        quarter_pressure=quarter_pressure,
+        overstock=overstock,
     ), bias
-
-
-def _randint(rng: random.Random, bounds: tuple[float, float] | float) -> int:
-    lo, hi = bounds  # type: ignore[misc]
-    return rng.randint(int(lo), int(hi))
 
 
 def make_requirement(
@@ -160,7 +218,7 @@ def make_requirement(
     rng = env.rng
     qty = nice_quantity(rng.randint(item.order_qty_min, item.order_qty_max))
     ref = item.typical_unit_price * env.market.index.get(item.category, 1.0)
-    ceiling = ref * rng.uniform(1.0, 1.15)
+    ceiling = ref * _CEILING.draw(rng)
     return Requirement(
         rid,
         item.name,
@@ -192,13 +250,14 @@ def generate_arena(env: ProcurementEnv) -> None:
     hi = cfg.weeks - 1
     for i, item in enumerate(req_items):
         span = (hi - lo) * (1.0 - cfg.deadline_tightness)
-        deadline = lo + round(span * rng.uniform(0.35, 1.0))
+        deadline = lo + round(span * _DEADLINE.draw(rng))
         critical = rng.random() < cfg.critical_fraction
         env.add_requirement(
             make_requirement(env, f"R{i + 1:02d}", item, min(hi, deadline), critical, 0)
         )
 
     req_cats = sorted({r.category for r in env.requirements})
+    demand = demand_by_category(env.requirements)
     roster = cfg.supplier_roster  # named suppliers first (from the scenario's profiles)
     for i, spec in enumerate(roster):
         add_supplier(
@@ -208,6 +267,7 @@ def generate_arena(env: ProcurementEnv) -> None:
             spec.persona,
             tuple(spec.categories),
             spec.lead_time_weeks,
+            demand=demand,
         )
     n_generated = cfg.n_suppliers - len(roster)
     personas = persona_counts(cfg.persona_mix, n_generated) if n_generated else []
@@ -230,10 +290,19 @@ def generate_arena(env: ProcurementEnv) -> None:
             persona,
             tuple(cats_i),
             rng.randint(1, 2 if base_persona(persona) == "distressed" else 3),
+            demand=demand,
         )
     env.budget_total = sum(r.ceiling_unit_price * r.quantity for r in env.requirements) * (
         1.4 - 0.6 * cfg.budget_tightness
     )
+
+
+def demand_by_category(requirements: list[Requirement]) -> dict[str, int]:
+    """Units required per category: what a supplier's capacity in it is drawn around."""
+    demand: dict[str, int] = {}
+    for r in requirements:
+        demand[r.category] = demand.get(r.category, 0) + r.quantity
+    return demand
 
 
 def add_supplier(
@@ -244,8 +313,13 @@ def add_supplier(
     categories: tuple[str, ...],
     lead: int,
     reliability: float | None = None,
+    *,
+    demand: dict[str, int] | None = None,
 ) -> None:
+    """``demand``: demand_by_category(env.requirements), passed in when the caller adds many
+    suppliers to one set of requirements."""
     rng = env.rng
+    d = _persona_draws(base_persona(persona))
     hidden, bias = make_hidden(rng, persona, env.cfg.deception_level)
     if reliability is not None:
         hidden.true_reliability = reliability
@@ -253,27 +327,21 @@ def add_supplier(
     rated = min(0.99, max(0.3, hidden.true_reliability + bias + rng.gauss(0.0, 0.03)))
     if reliability is not None:
         rated = reliability
-    weights = [w.get(base_persona(persona), 1) for _, w in _NOTES]
     notes = []
     for _ in range(2):
-        n = rng.choices(_NOTES, weights=weights)[0][0]
+        n = d.notes.pick(rng)
         if n not in notes:
             notes.append(n)
     sup = Supplier(sid, name, categories, lead, rated, notes)
+    if demand is None:
+        demand = demand_by_category(env.requirements)
     for c in categories:
-        hidden.cost_ratio[c] = _u(rng, _cost_ratio(persona)) * rng.uniform(0.97, 1.03)
-        demand = sum(r.quantity for r in env.requirements if r.category == c) or 100
-        true_cap = max(1, int(demand * rng.uniform(0.7, 1.8)))
+        hidden.cost_ratio[c] = d.cost_ratio.draw(rng) * _COST_JITTER.draw(rng)
+        true_cap = max(1, int((demand.get(c) or 100) * _CAPACITY.draw(rng)))
         hidden.true_capacity[c] = true_cap
         sup.capacity[c] = int(true_cap * hidden.capacity_claim_factor)
-    style = tuple(rng.uniform(-0.15, 0.15) for _ in TELL_NAMES)
+    style = tuple(uniforms(rng, _STYLE))
     env.add_supplier(sup, hidden, style)
-
-
-def _cost_ratio(persona: str) -> tuple[float, float]:
-    from .suppliers import PERSONA_PARAMS
-
-    return PERSONA_PARAMS[base_persona(persona)]["cost_ratio"]  # type: ignore[return-value]
 
 
 def generate_bilateral(env: ProcurementEnv) -> None:
@@ -313,7 +381,7 @@ def generate_bilateral(env: ProcurementEnv) -> None:
         "S01", f"{rng.choice(_NAME_A)} {rng.choice(_NAME_B)}", (item.category,), 0, 0.95, []
     )
     sup.capacity[item.category] = qty * 2
-    style = tuple(rng.uniform(-0.15, 0.15) for _ in TELL_NAMES)
+    style = tuple(uniforms(rng, _STYLE))
     env.add_supplier(sup, hidden, style)
     env.budget_total = req.ceiling_unit_price * qty
     # The game's terms are public, as in the bargaining literature (the preset's description
