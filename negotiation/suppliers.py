@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from .concession import next_ask, record
+from .draws import WeightedPool
 from .entities import Requirement, SupplierHidden, Thread, ThreadHidden
 from .guard import ProposedDecision
 
@@ -173,21 +174,21 @@ _TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {
 # weights (3 for the persona's own phrasing, 1 for everyone else's): the wording hints at
 # a persona but never identifies it, like the reputation notes.
 _OWN_WEIGHT, _OTHER_WEIGHT = 3.0, 1.0
-_POOL: dict[str, tuple[tuple[str, ...], dict[str, tuple[float, ...]]]] = {}
+# kind -> persona -> the pool with that persona's weights (cumulative weights summed once).
+_POOL: dict[str, dict[str, WeightedPool[str]]] = {}
 for _kind in ("accept", "counter", "walk_away", "insult"):
     _texts = [(p, t) for p, kinds in _TEMPLATES.items() for t in kinds[_kind]]
-    _POOL[_kind] = (
-        tuple(t for _, t in _texts),
-        {
-            persona: tuple(_OWN_WEIGHT if p == persona else _OTHER_WEIGHT for p, _ in _texts)
-            for persona in _TEMPLATES
-        },
-    )
+    _POOL[_kind] = {
+        persona: WeightedPool(
+            [t for _, t in _texts],
+            [_OWN_WEIGHT if p == persona else _OTHER_WEIGHT for p, _ in _texts],
+        )
+        for persona in _TEMPLATES
+    }
 
 
 def pick_message(rng: random.Random, kind: str, persona: str) -> str:
-    texts, weights = _POOL[kind]
-    return rng.choices(texts, weights=weights[persona])[0]
+    return _POOL[kind][persona].pick(rng)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+from .draws import gauss_noise
 from .entities import TELL_NAMES
 from .field import base_persona
 
@@ -23,10 +24,6 @@ _DEMEANOUR: dict[str, tuple[float, float, float, float, float]] = {
     "deceptive": (0.6, 0.45, 0.55, 0.45, 0.6),
     "distressed": (0.35, 0.25, 0.3, 0.7, 0.5),
 }
-
-
-def _clip(x: float) -> float:
-    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else round(x, 3)
 
 
 def make_tells(
@@ -70,8 +67,9 @@ def make_tells(
         flex,
         warmth,
     )
-    g = rng.gauss
-    return {
-        name: _clip(b + s + g(0.0, noise))
-        for name, b, s in zip(TELL_NAMES, base, style, strict=True)
-    }
+    noise_draws = gauss_noise(rng, len(TELL_NAMES), noise)  # = rng.gauss(0.0, noise) each
+    tells = {}
+    for name, b, s, z in zip(TELL_NAMES, base, style, noise_draws, strict=True):
+        x = b + s + z
+        tells[name] = 0.0 if x < 0.0 else 1.0 if x > 1.0 else round(x, 3)  # clip to [0, 1]
+    return tells
