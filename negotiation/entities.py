@@ -52,6 +52,9 @@ TELL_NAMES: tuple[str, ...] = (
 )
 
 
+# Sets a slot without clearing the cached record. Each entity's __init__ uses it: a fresh
+# entity has no record to clear, and entities are created on the hot path (every reset
+# builds a world's worth), where Tracked.__setattr__ would double the cost.
 _set = object.__setattr__
 
 
@@ -116,22 +119,23 @@ class Requirement(Tracked):
         reference_price: float,
         added_week: int = 0,
     ) -> None:
-        self.id = id
-        self.name = name
-        self.item_key = item_key
-        self.category = category
-        self.unit = unit
-        self.quantity = quantity
-        self.deadline_week = deadline_week
-        self.critical = critical
-        self.ceiling_unit_price = ceiling_unit_price
+        _set(self, "_snap", None)  # fresh: no record yet (see _set above)
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "item_key", item_key)
+        _set(self, "category", category)
+        _set(self, "unit", unit)
+        _set(self, "quantity", quantity)
+        _set(self, "deadline_week", deadline_week)
+        _set(self, "critical", critical)
+        _set(self, "ceiling_unit_price", ceiling_unit_price)
         # Public market reference price at creation; the value-captured floor uses it.
-        self.reference_price = reference_price
-        self.status = "open"  # open | contracted | fulfilled | failed
-        self.delivered = 0
-        self.pending = 0  # quantity in pending contracts
-        self.deferrals_used = 0
-        self.added_week = added_week
+        _set(self, "reference_price", reference_price)
+        _set(self, "status", "open")  # open | contracted | fulfilled | failed
+        _set(self, "delivered", 0)
+        _set(self, "pending", 0)  # quantity in pending contracts
+        _set(self, "deferrals_used", 0)
+        _set(self, "added_week", added_week)
 
     @property
     def quantity_needed(self) -> int:
@@ -189,16 +193,17 @@ class Supplier(Tracked):
         rated_reliability: float,
         notes: list[str],
     ) -> None:
-        self.id = id
-        self.name = name
-        self.categories = categories
-        self.list_prices: dict[str, float] = {}  # requirement_id -> current list unit price
-        self.lead_time_weeks = lead_time_weeks
-        self.rated_reliability = rated_reliability
-        self.capacity: dict[str, int] = {}  # category -> claimed capacity still available
-        self.active = True
-        self.notes = notes
-        self.rejected = False  # the buyer rejected this supplier entirely
+        _set(self, "_snap", None)  # fresh: no record yet (see _set above)
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "categories", categories)
+        _set(self, "list_prices", {})  # requirement_id -> current list unit price
+        _set(self, "lead_time_weeks", lead_time_weeks)
+        _set(self, "rated_reliability", rated_reliability)
+        _set(self, "capacity", {})  # category -> claimed capacity still available
+        _set(self, "active", True)
+        _set(self, "notes", notes)
+        _set(self, "rejected", False)  # the buyer rejected this supplier entirely
 
     def _freeze(self) -> SupplierRecord:
         return SupplierRecord(
@@ -319,17 +324,18 @@ class Thread(Tracked):
     )
 
     def __init__(self, supplier_id: str, requirement_id: str) -> None:
-        self.supplier_id = supplier_id
-        self.requirement_id = requirement_id
+        _set(self, "_snap", None)  # fresh: no record yet (see _set above)
+        _set(self, "supplier_id", supplier_id)
+        _set(self, "requirement_id", requirement_id)
         # open | agreed | awarded | walked_away | rejected
-        self.status = "open"
-        self.agreed_price: float | None = None
-        self.valid_until_week: int | None = None
+        _set(self, "status", "open")
+        _set(self, "agreed_price", None)
+        _set(self, "valid_until_week", None)
         # The supplier's standing counter offer: the buyer may accept it by awarding.
-        self.counter_price: float | None = None
-        self.counter_valid_until: int | None = None
-        self.rounds: list[Round] = []
-        self.offers = 0  # buyer offers made (the supplier's time t)
+        _set(self, "counter_price", None)
+        _set(self, "counter_valid_until", None)
+        _set(self, "rounds", [])
+        _set(self, "offers", 0)  # buyer offers made (the supplier's time t)
 
     def add_round(self, rnd: Round) -> None:
         self.rounds.append(rnd)
@@ -429,19 +435,20 @@ class Contract(Tracked):
         market_price: float,
         hedge: bool = False,
     ) -> None:
-        self.id = id
-        self.supplier_id = supplier_id
-        self.requirement_id = requirement_id
-        self.quantity = quantity
-        self.unit_price = unit_price
-        self.awarded_week = awarded_week
-        self.due_week = due_week
+        _set(self, "_snap", None)  # fresh: no record yet (see _set above)
+        _set(self, "id", id)
+        _set(self, "supplier_id", supplier_id)
+        _set(self, "requirement_id", requirement_id)
+        _set(self, "quantity", quantity)
+        _set(self, "unit_price", unit_price)
+        _set(self, "awarded_week", awarded_week)
+        _set(self, "due_week", due_week)
         # pending | delivered | partial | defaulted | cancelled
-        self.status = "pending"
-        self.delivered_quantity = 0
-        self.market_price = market_price
-        self.slips = 0
-        self.hedge = hedge
+        _set(self, "status", "pending")
+        _set(self, "delivered_quantity", 0)
+        _set(self, "market_price", market_price)
+        _set(self, "slips", 0)
+        _set(self, "hedge", hedge)
 
     def _freeze(self) -> ContractRecord:
         return ContractRecord(
@@ -466,12 +473,13 @@ class PurchaseRequisition(Tracked):
     def __init__(
         self, id: str, requirement_id: str, amount: float, raised_week: int, matures_week: int
     ):
-        self.id = id
-        self.requirement_id = requirement_id
-        self.amount = amount
-        self.status = "pending"  # pending | approved | rejected | used
-        self.raised_week = raised_week
-        self.matures_week = matures_week
+        _set(self, "_snap", None)  # fresh: no record yet (see _set above)
+        _set(self, "id", id)
+        _set(self, "requirement_id", requirement_id)
+        _set(self, "amount", amount)
+        _set(self, "status", "pending")  # pending | approved | rejected | used
+        _set(self, "raised_week", raised_week)
+        _set(self, "matures_week", matures_week)
 
     def _freeze(self) -> PurchaseRequisitionRecord:
         return PurchaseRequisitionRecord(
