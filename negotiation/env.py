@@ -22,6 +22,7 @@ from .entities import (
 )
 from .market import Market
 from .observation import Observation, next_episode_key, observe
+from .records import FrozenDict
 from .scoring import EpisodeScore, running_score
 from .suppliers import SupplierPolicy
 from .week import close_week
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 SEED_BOUND = 2**31
 # A supplier's list price per requirement around its list factor (rng.uniform's floats).
 _LIST_JITTER = Span(0.97, 1.03)
+# env.last_action after a valid step: one immutable mapping that observations share.
+VALID_ACTION: FrozenDict = FrozenDict({"valid": True, "error": None})
 
 
 def _supplier_policies(
@@ -147,6 +150,21 @@ class ProcurementEnv:
         h = self.hidden[sid]
         return self.list_base[(sid, r.id)] * self.market.index[r.category] * h.rival_push
 
+    def refresh_list_prices(self) -> None:
+        """Every supplier's list prices at this week's market: list_price for each, with the
+        lookups hoisted out of the loop (the weekly close reprices the whole market)."""
+        index = self.market.index
+        base = self.list_base
+        req_by_id = self.req_by_id
+        hidden = self.hidden
+        for sup in self.suppliers:
+            sid = sup.id
+            push = hidden[sid].rival_push
+            prices = sup.list_prices
+            for rid in prices:
+                prices[rid] = base[(sid, rid)] * index[req_by_id[rid].category] * push
+            sup.touch()
+
     def reservation_now(self, sid: str, r: Requirement) -> tuple[float, float]:
         """(cost, reservation) the supplier would use for a thread opened now."""
         h = self.hidden[sid]
@@ -252,7 +270,8 @@ class ProcurementEnv:
             "supplier_llm_parse_failures": 0,
             "supplier_llm_fallbacks": 0,
         }
-        self.last_action: dict[str, Any] = {"valid": True, "error": None}
+        # {"valid": bool, "error": {code, message} | None}, read-only: observations hold it.
+        self.last_action: FrozenDict = VALID_ACTION
         self.max_rounds: int | None = cfg.bilateral_max_rounds if cfg.mode == "bilateral" else None
         self.seller_cost: float | None = None  # bilateral: set by generate_bilateral
         if cfg.mode == "bilateral":
@@ -301,7 +320,11 @@ class ProcurementEnv:
             if e.malformed:
                 self.counters["malformed_actions"] += 1
             self.counters["total_invalid_penalty"] += penalty
-        self.last_action = {"valid": error is None, "error": error}
+        self.last_action = (
+            VALID_ACTION
+            if error is None
+            else FrozenDict({"valid": False, "error": FrozenDict(error)})
+        )
         self.steps_taken += 1
         self.slot += 1
         if close or self.slot >= self.cfg.actions_per_week:
@@ -313,14 +336,21 @@ class ProcurementEnv:
         info["step"] = step_index
         return StepResult(observe(self), reward, self.done, info)
 
+    def _all_decided(self) -> bool:
+        # A plain loop: all() over a generator takes twice as long, on every step.
+        for r in self.requirements:  # noqa: SIM110
+            if not r.decided:
+                return False
+        return True
+
     def _check_done(self) -> None:
-        if self.week >= self.cfg.weeks or all(r.decided for r in self.requirements):
+        if self.week >= self.cfg.weeks or self._all_decided():
             self.done = True
             return
         if self.steps_taken >= self.cfg.max_steps:
             # Out of action budget: the remaining weeks still play out (deliveries, deadlines).
             self.emit("max_steps", "Step limit reached; remaining weeks run without buyer actions.")
-            while self.week < self.cfg.weeks and not all(r.decided for r in self.requirements):
+            while self.week < self.cfg.weeks and not self._all_decided():
                 close_week(self)
             self.done = True
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import random
 
+from .draws import gauss_noise
+
 
 class Market:
     __slots__ = ("index", "seasonality", "spike", "volatility", "weeks")
@@ -28,10 +30,12 @@ class Market:
 
     def step(self, rng: random.Random, week: int) -> None:
         season = self.seasonality * math.sin(2.0 * math.pi * week / max(4, self.weeks))
-        for c, x in self.index.items():
+        # One rng.gauss(0.0, volatility) per category, in the index's order.
+        noise = gauss_noise(rng, len(self.index), self.volatility)
+        for (c, x), z in zip(self.index.items(), noise, strict=True):
             # log index reverts 20%/week to 0, plus noise, seasonality and a decaying spike
             base = math.log(x) - self.spike[c]
-            base = 0.8 * base + rng.gauss(0.0, self.volatility) + 0.2 * season
+            base = 0.8 * base + z + 0.2 * season
             self.spike[c] *= 0.7
             self.index[c] = math.exp(base + self.spike[c])
 

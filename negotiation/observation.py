@@ -116,8 +116,6 @@ def observe(env: ProcurementEnv) -> Observation:
     """The current public state as an Observation (see the module docstring)."""
     cfg = env.cfg
     done = env.done
-    last = env.last_action
-    error = last["error"]
     return Observation(
         env.steps_taken,
         env.week,
@@ -135,7 +133,7 @@ def observe(env: ProcurementEnv) -> Observation:
         tuple([p._snap or p.snapshot() for p in env.prs]),
         FrozenDict(env.market.index),
         tuple(env.events[-EVENTS_IN_OBS:]),
-        FrozenDict({"valid": last["valid"], "error": None if error is None else FrozenDict(error)}),
+        env.last_action,  # already read-only (env.step builds it)
         done,
         env.max_rounds,
         env.seller_cost,

@@ -21,7 +21,7 @@ def close_week(env: ProcurementEnv) -> None:
     fire_disruptions(env, w + 1)
     rival_acts(env, w)
     _expire_quotes(env, w + 1)
-    _refresh_list_prices(env)
+    env.refresh_list_prices()
     env.week = w + 1
     env.slot = 0
     env.mark_dirty()
@@ -123,10 +123,3 @@ def _expire_quotes(env: ProcurementEnv, new_week: int) -> None:
         elif th.counter_valid_until is not None and th.counter_valid_until < new_week:
             th.counter_price = None
             th.counter_valid_until = None
-
-
-def _refresh_list_prices(env: ProcurementEnv) -> None:
-    for sup in env.suppliers:
-        for rid in sup.list_prices:
-            sup.list_prices[rid] = env.list_price(sup.id, env.req_by_id[rid])
-        sup.touch()
