@@ -149,7 +149,8 @@ def list_presets(*, include_llm: bool = True) -> list[str]:
     return [name for name in PRESETS if include_llm or name not in LLM_PRESETS]
 
 
-def preset_dict(name: str) -> dict[str, Any]:
+def _preset(name: str) -> dict[str, Any]:
+    """The stored preset itself (never to be changed), or an error naming the presets."""
     if name not in PRESETS:
         raise ScenarioValidationError(
             [
@@ -159,7 +160,12 @@ def preset_dict(name: str) -> dict[str, Any]:
                 }
             ]
         )
-    return copy.deepcopy(PRESETS[name])
+    return PRESETS[name]
+
+
+def preset_dict(name: str) -> dict[str, Any]:
+    """A preset as a dict of the caller's own to edit."""
+    return copy.deepcopy(_preset(name))
 
 
 def load_scenario(spec: str | dict | ScenarioConfig, **overrides: Any) -> ScenarioConfig:
@@ -167,7 +173,10 @@ def load_scenario(spec: str | dict | ScenarioConfig, **overrides: Any) -> Scenar
     if isinstance(spec, ScenarioConfig) and not overrides:
         return spec
     if isinstance(spec, str):
-        data = preset_dict(spec)
+        # A shallow copy is enough: overrides below replace top-level keys only, and
+        # validation builds every nested value anew (persona_mix, disruptions, ...), so the
+        # config shares nothing with PRESETS. A deep copy cost as much as validating.
+        data = dict(_preset(spec))
     elif isinstance(spec, ScenarioConfig):
         data = spec.model_dump()
     elif isinstance(spec, dict):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
 
@@ -80,3 +81,37 @@ def test_unknown_preset_and_bad_type():
     assert ei.value.errors[0]["field"] == "name"
     with pytest.raises(ScenarioValidationError):
         load_scenario(42)  # type: ignore[arg-type]
+
+
+def _mutable_parts(value: object) -> list[object]:
+    """Every dict and list reachable from a preset value (models by their fields)."""
+    if isinstance(value, dict):
+        return [value, *(p for v in value.values() for p in _mutable_parts(v))]
+    if isinstance(value, list):
+        return [value, *(p for v in value for p in _mutable_parts(v))]
+    if isinstance(value, BaseModel):
+        return [p for v in vars(value).values() for p in _mutable_parts(v)]
+    return []
+
+
+def test_loaded_presets_share_nothing_mutable_with_presets():
+    # load_scenario copies a preset shallowly and relies on validation to build every
+    # nested value anew: a config edited in place must reach neither PRESETS nor later loads.
+    from negotiation.scenarios import PRESETS
+
+    for name in list_presets():
+        stored = {id(p) for v in PRESETS[name].values() for p in _mutable_parts(v)}
+        cfg = load_scenario(name)
+        assert not stored & {id(p) for v in vars(cfg).values() for p in _mutable_parts(v)}
+        before = load_scenario(name).model_dump()
+        cfg.persona_mix["cooperative"] = 123.0
+        cfg.persona_mix.clear()
+        for d in cfg.disruptions:
+            d.week = 99
+        cfg.disruptions.clear()
+        if cfg.supplier_llm is not None:
+            cfg.supplier_llm.personas.append("cooperative")
+        assert load_scenario(name).model_dump() == before
+    overridden = load_scenario("bilateral", persona="deceptive")
+    assert load_scenario("bilateral").persona_mix == {"hardball": 1.0}
+    assert overridden.persona_mix == {"deceptive": 1.0}
