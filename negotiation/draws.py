@@ -31,6 +31,14 @@ class Span:
         return self.low + self.span * rng.random()
 
 
+def randint(rng: random.Random, low: int, high: int) -> int:
+    """``rng.randint(low, high)`` for ints ``low <= high``: CPython 3.11's randint is
+    randrange(low, high + 1), which after its argument checks returns exactly this."""
+    if high < low:  # _randbelow(0) would never return
+        raise ValueError(f"empty range in randint({low}, {high})")
+    return low + rng._randbelow(high - low + 1)  # type: ignore[attr-defined]
+
+
 def uniforms(rng: random.Random, spans: Sequence[Span]) -> list[float]:
     """``[rng.uniform(lo, hi) for each span]`` in order: one draw per span."""
     rand = rng.random

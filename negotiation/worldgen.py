@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .catalogue import CatalogueItem
 from .concession import QUARTER_WEEKS
 from .config import FIELD_PERSONAS, PERSONAS
-from .draws import Span, WeightedPool, uniforms
+from .draws import Span, WeightedPool, randint, uniforms
 from .entities import TELL_NAMES, Requirement, Supplier, SupplierHidden
 from .field import base_persona
 
@@ -172,14 +172,13 @@ def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierH
     the name the scenario gave (a field persona keeps its field name)."""
     base = base_persona(persona)
     d = _persona_draws(base)
-    randint = rng.randint
     bias, claim, margin, floor_margin, list_factor, beta = uniforms(rng, d.first)
-    patience = randint(*d.patience)
+    patience = randint(rng, *d.patience)
     reliability, stress, time_weight = uniforms(rng, d.second)
-    tft_window = randint(*d.tft_window)
+    tft_window = randint(rng, *d.tft_window)
     reciprocity = d.reciprocity.draw(rng)
-    stall_rounds = randint(*d.stall_rounds)
-    quarter_end = randint(1, QUARTER_WEEKS)
+    stall_rounds = randint(rng, *d.stall_rounds)
+    quarter_end = randint(rng, 1, QUARTER_WEEKS)
     quarter_pressure, overstock = uniforms(rng, d.last)
     if base == "deceptive":
         bias *= deception
@@ -216,7 +215,7 @@ def make_requirement(
     env: ProcurementEnv, rid: str, item: CatalogueItem, deadline: int, critical: bool, week: int
 ) -> Requirement:
     rng = env.rng
-    qty = nice_quantity(rng.randint(item.order_qty_min, item.order_qty_max))
+    qty = nice_quantity(randint(rng, item.order_qty_min, item.order_qty_max))
     ref = item.typical_unit_price * env.market.index.get(item.category, 1.0)
     ceiling = ref * _CEILING.draw(rng)
     return Requirement(
@@ -289,7 +288,7 @@ def generate_arena(env: ProcurementEnv) -> None:
             name,
             persona,
             tuple(cats_i),
-            rng.randint(1, 2 if base_persona(persona) == "distressed" else 3),
+            randint(rng, 1, 2 if base_persona(persona) == "distressed" else 3),
             demand=demand,
         )
     env.budget_total = sum(r.ceiling_unit_price * r.quantity for r in env.requirements) * (

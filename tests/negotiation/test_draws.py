@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from negotiation.draws import Span, WeightedPool, gauss_noise, uniforms
+from negotiation.draws import Span, WeightedPool, gauss_noise, randint, uniforms
 
 
 def _pair(seed: int = 7) -> tuple[random.Random, random.Random]:
@@ -20,6 +20,20 @@ def test_span_matches_uniform(low: float, high: float) -> None:
     span = Span(low, high)
     assert [span.draw(ours) for _ in range(200)] == [ref.uniform(low, high) for _ in range(200)]
     assert ours.getstate() == ref.getstate()
+
+
+@pytest.mark.parametrize("low,high", [(1, 1), (1, 13), (6, 10), (0, 2**40), (-5, 5)])
+def test_randint_matches_randint(low: int, high: int) -> None:
+    ours, ref = _pair()
+    assert [randint(ours, low, high) for _ in range(300)] == [
+        ref.randint(low, high) for _ in range(300)
+    ]
+    assert ours.getstate() == ref.getstate()
+
+
+def test_randint_rejects_an_empty_range() -> None:
+    with pytest.raises(ValueError):
+        randint(random.Random(1), 3, 2)
 
 
 def test_uniforms_matches_uniform_in_order() -> None:
