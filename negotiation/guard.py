@@ -59,6 +59,19 @@ _WORDS = re.compile(
 # Cheap pre-check: most messages hold no number word, and the alternation above is slow.
 _LETTERS = re.compile(r"[a-z]+")
 _NUMBER_WORDS = frozenset([*_WORD_VALUE, *_SCALE])
+# The same pre-check for ASCII text at a third of the cost (every supplier reply is
+# checked): bytes.translate turns each byte but a-z into a space, so split() yields
+# exactly the runs _LETTERS finds.
+_ONLY_LETTERS = bytes(c if 97 <= c <= 122 else 32 for c in range(256))
+_NUMBER_WORDS_ASCII = frozenset(w.encode() for w in _NUMBER_WORDS)
+
+
+def has_number_word(text: str) -> bool:
+    """Whether some maximal run of letters a-z in ``text.lower()`` is a number word."""
+    low = text.lower()
+    if low.isascii():
+        return not _NUMBER_WORDS_ASCII.isdisjoint(low.encode().translate(_ONLY_LETTERS).split())
+    return not _NUMBER_WORDS.isdisjoint(_LETTERS.findall(low))
 
 
 @dataclass(slots=True)
@@ -156,7 +169,7 @@ def _redact(message: str, reservation: float, keep: tuple[float, ...]) -> tuple[
         return repl
 
     out = _NUM.sub(redactor(_digits_value), message)
-    if not _NUMBER_WORDS.isdisjoint(_LETTERS.findall(out.lower())):
+    if has_number_word(out):
         out = _WORDS.sub(redactor(words_value), out)
     return out, hits
 

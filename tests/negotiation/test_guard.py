@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from negotiation.actions import respond
-from negotiation.guard import BAND, WITHHELD, HardRuleGuard, ProposedDecision, band_floor
+from negotiation.guard import (
+    _LETTERS,
+    _NUMBER_WORDS,
+    BAND,
+    WITHHELD,
+    HardRuleGuard,
+    ProposedDecision,
+    band_floor,
+    has_number_word,
+)
 from negotiation.suppliers import SupplierPolicy
 
 G = HardRuleGuard()
@@ -98,3 +109,37 @@ def test_guard_sits_in_the_env_path_and_counts_interventions(r01_thread):
         assert f"{hid.reservation:.2f}" not in resp["message"]
     assert env.counters["guard_interventions"] > 0
     assert env.score().metrics["guard_interventions"] == env.counters["guard_interventions"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "We can come down to 1,234.56 per unit.",
+        "Eight hundred and twelve, final.",
+        "someone tone-deaf: ONE",
+        "twenty-one",
+        "fiftyish, sixty_five, seventy5",
+        "Ünïcode ône: one",
+        "naïve two",
+        "İstanbul nine",
+        "tab\tseparated\nten\x0bvertical",
+        "thousandfold",
+        "grand",
+    ],
+)
+def test_has_number_word_matches_its_definition(text: str) -> None:
+    # The fast ASCII path must give exactly what the letters-run definition gives.
+    expected = not _NUMBER_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
+    assert has_number_word(text) == expected
+
+
+def test_has_number_word_matches_its_definition_on_random_text() -> None:
+    import random
+
+    rng = random.Random(0)
+    pieces = ["one", "Two", "hundred", "and", "x", "k", "5", ",", " ", "-", "é", "_", "\t", "İ"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        expected = not _NUMBER_WORDS.isdisjoint(_LETTERS.findall(text.lower()))
+        assert has_number_word(text) == expected, text
