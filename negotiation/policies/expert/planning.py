@@ -205,51 +205,66 @@ class Planner:
 def round_budgets(obs: Observation, plans: list[Plan]) -> None:
     """Negotiation rounds per plan (plans sorted by award week): the largest common cap
     such that, for every award week w, the awards and rounds due by w fit in the slots
-    left until the end of w; spare slots then go to the earliest plans first."""
+    left until the end of w; spare slots then go to the earliest plans first.
+
+    Runs on every step, so its loops compare ints inline: a min() or max() call costs
+    more than the arithmetic around it."""
     week, left, apw = obs.week, obs.actions_left_this_week, obs.actions_per_week
     n = len(plans)
     base = []  # slots a plan needs besides rounds: its award, and a first quote if none
-    want = []
-    supply = []  # slots until the end of the plan's award week; None inside a group
+    want = []  # rounds it wants after that quote
+    ends = []  # (index, slots until the end of its award week) of each week's last plan
+    top = 0
     for i, p in enumerate(plans):
-        first = 1 if p.ap is None else 0
-        base.append(1 + first)
-        want.append(max(0, p.want - first))
-        end = i == n - 1 or plans[i + 1].target != p.target
-        supply.append(left + (p.target - week) * apw if end else None)
-    top = max(want, default=0)
+        b = 1 if p.ap is not None else 2
+        w = p.want + 1 - b
+        if w < 0:
+            w = 0
+        elif w > top:
+            top = w
+        base.append(b)
+        want.append(w)
+        if i == n - 1 or plans[i + 1].target != p.target:
+            ends.append((i, left + (p.target - week) * apw))
+    # The slots used only grow with the cap, so raise it while it fits (mostly it stays 0:
+    # one check, where a bisection takes two).
+    cap = 0
+    while cap < top and min(_spare(base, want, ends, cap + 1)) >= 0:
+        cap += 1
+    for i, p in enumerate(plans):
+        w = want[i]
+        p.budget = base[i] - 1 + (w if w < cap else cap)
+    if cap < top:
+        _share_spare(plans, base, want, ends, cap)
 
-    def feasible(cap: int) -> bool:
-        cum = 0
-        for i in range(n):
-            cum += base[i] + min(want[i], cap)
-            if supply[i] is not None and cum > supply[i]:
-                return False
-        return True
 
-    lo, hi = 0, top
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if feasible(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    cap = lo
-    slack = []
-    cum = 0
+def _spare(base: list[int], want: list[int], ends: list[tuple[int, int]], cap: int) -> list[int]:
+    """Slots spare at the end of each award week with every plan's rounds capped at cap."""
+    spare, used, j = [], 0, 0
+    for i, supply in ends:
+        while j <= i:
+            w = want[j]
+            used += base[j] + (w if w < cap else cap)
+            j += 1
+        spare.append(supply - used)
+    return spare
+
+
+def _share_spare(
+    plans: list[Plan], base: list[int], want: list[int], ends: list[tuple[int, int]], cap: int
+) -> None:
+    """Rounds beyond the cap, earliest plan first: a plan may take what is spare in its
+    own award week and in every later one (their least), less what earlier plans took."""
+    room = [1 << 30] * len(plans)
+    spare = _spare(base, want, ends, cap)
+    for k, (i, _) in enumerate(ends):
+        room[i] = spare[k]
+    for i in range(len(plans) - 2, -1, -1):
+        if room[i + 1] < room[i]:
+            room[i] = room[i + 1]
+    given = 0
     for i, p in enumerate(plans):
-        w = min(want[i], cap)
-        p.budget = base[i] - 1 + w
-        cum += base[i] + w
-        slack.append(supply[i] - cum if supply[i] is not None else 1 << 30)
-    if cap >= top:
-        return
-    for i, p in enumerate(plans):
-        extra = want[i] - (p.budget - base[i] + 1)
-        if extra <= 0:
-            continue
-        give = min(extra, min(slack[i:]))
+        give = min(want[i] - cap, room[i] - given)
         if give > 0:
             p.budget += give
-            for j in range(i, n):
-                slack[j] -= give
+            given += give
