@@ -42,7 +42,7 @@ class Judge(Protocol):
         ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: a memo hit returns the same one
 class Candidate:
     utility: float
     s: object
@@ -76,11 +76,13 @@ class Planner:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self._memo: dict[tuple[str, str], tuple] = {}
+        self._plans: dict[str, tuple[list[Candidate], list[Plan]]] = {}
         self._serves: dict[str, list[int]] = {}
         self._serves_n = -1
 
     def reset(self) -> None:
         self._memo = {}
+        self._plans = {}
         self._serves_n = -1
 
     def plans(self, obs: Observation, reqs) -> list[Plan]:
@@ -166,8 +168,7 @@ class Planner:
         return Candidate(u, s, th, rel, eff_cap, target)
 
     def _plan(self, obs: Observation, r, sups, rounds: int) -> list[Plan]:
-        """The plan for the best supplier (and a second one when the best cannot cover
-        the whole need)."""
+        """The requirement's plans from its suppliers' candidates."""
         cands = []
         for s in sups:
             if s.active and not s.rejected:
@@ -176,7 +177,19 @@ class Planner:
                     cands.append(c)
         if not cands:
             return []
-        cands.sort(key=lambda c: (-c.utility, c.s.id))
+        # The same candidates (memo hits: same records, week, rounds, market and views)
+        # make the same plans; only their budgets change, and round_budgets resets those.
+        memo = self._plans.get(r.id)
+        if memo is not None and memo[0] == cands:
+            return memo[1]
+        plans = self._choose(obs, r, cands)
+        self._plans[r.id] = (cands, plans)
+        return plans
+
+    def _choose(self, obs: Observation, r, cands: list[Candidate]) -> list[Plan]:
+        """The plan for the best supplier (and a second one when the best cannot cover
+        the whole need)."""
+        cands = sorted(cands, key=lambda c: (-c.utility, c.s.id))
         best = self._make(obs, r, cands[0])
         best.reserve = 0.85 * r.reference_price * obs.market_index.get(r.category, 1.0)
         best.reserve *= r.quantity_needed
