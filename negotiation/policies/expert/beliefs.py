@@ -66,13 +66,22 @@ class SupplierView:
 
 
 class Evidence:
-    """Claims in tells, rounds and bad deliveries per supplier, aggregated incrementally
-    (rounds only ever append); recomputed from scratch for a new episode."""
+    """Claims in tells, rounds and bad deliveries per supplier, and the view they give of
+    it. Read incrementally, as a thread's rounds only ever append: only a thread whose
+    record changed is read, and only a supplier whose evidence or record changed is
+    viewed anew (the planner views every candidate supplier on every step). Recomputed
+    from scratch for a new episode."""
 
     def __init__(self) -> None:
         self.episode: object = None
-        self._seen: dict[tuple[str, str], tuple[int, float]] = {}
-        self._views: dict[str, tuple] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        # Per thread: the record read last, its rounds and the claims in them.
+        self._threads: dict[tuple[str, str], tuple[object, int, float]] = {}
+        self._keys: dict[str, list[tuple[str, str]]] = {}  # a supplier's threads, in order
+        self._views: dict[str, tuple] = {}  # supplier id -> (record, view)
+        self._contracts: tuple = ()  # the contracts bad was counted on
         self.claims: dict[str, float] = {}
         self.counts: dict[str, int] = {}
         self.bad: dict[str, int] = {}
@@ -82,45 +91,79 @@ class Evidence:
         fresh = self.episode != obs.episode_key
         if fresh:
             self.episode = obs.episode_key
-            self._seen, self._views = {}, {}
-        seen = self._seen
-        claims: dict[str, float] = {}
-        counts: dict[str, int] = {}
+            self._clear()
+        seen = self._threads
         for key, th in obs.threads.items():
-            n0, acc = seen.get(key, (0, 0.0))
+            last = seen.get(key)
+            if last is None:
+                self._keys.setdefault(key[0], []).append(key)
+                n0, acc = 0, 0.0
+            elif last[0] is th:
+                continue
+            else:
+                n0, acc = last[1], last[2]
             rounds = th.rounds
-            if n0 < len(rounds):
-                for rd in rounds[n0:]:
-                    t = rd.tells
-                    acc += t["competing_offers_claim"] + t["low_stock_claim"]
-                seen[key] = (len(rounds), acc)
-            sid = key[0]
-            claims[sid] = claims.get(sid, 0.0) + acc
-            counts[sid] = counts.get(sid, 0) + 2 * len(rounds)
-        bad: dict[str, int] = {}
-        for c in obs.contracts:
-            if c.status in ("partial", "defaulted") or c.slips:
-                bad[c.supplier_id] = bad.get(c.supplier_id, 0) + 1
-        self.claims, self.counts, self.bad = claims, counts, bad
+            for rd in rounds[n0:]:
+                t = rd.tells
+                acc += t["competing_offers_claim"] + t["low_stock_claim"]
+            seen[key] = (th, len(rounds), acc)
+            if last is None or n0 < len(rounds):
+                self._tally(key[0])
+        if obs.contracts != self._contracts:  # the same records: the same count
+            self._contracts = obs.contracts
+            self._count_bad(obs.contracts)
         return fresh
 
+    def _count_bad(self, contracts) -> None:
+        bad: dict[str, int] = {}
+        for c in contracts:
+            if c.status in ("partial", "defaulted") or c.slips:
+                bad[c.supplier_id] = bad.get(c.supplier_id, 0) + 1
+        for sid in bad.keys() | self.bad.keys():
+            if bad.get(sid) != self.bad.get(sid):
+                self._views.pop(sid, None)
+        self.bad = bad
+
+    def _tally(self, sid: str) -> None:
+        """A supplier's claims and counts over its threads (summed in the observation's
+        order, so the floats stay those of a fresh read)."""
+        claims, counts = 0.0, 0
+        for key in self._keys[sid]:
+            _, n, acc = self._threads[key]
+            claims += acc
+            counts += 2 * n
+        self.claims[sid], self.counts[sid] = claims, counts
+        self._views.pop(sid, None)
+
     def view(self, s) -> SupplierView:
+        hit = self._views.get(s.id)
+        if hit is not None:
+            if hit[0] is s:
+                return hit[1]
+            # A new record (weekly list prices, capacity): the same view unless what it
+            # reads changed.
+            if hit[0].rated_reliability == s.rated_reliability and hit[0].notes == s.notes:
+                self._views[s.id] = (s, hit[1])
+                return hit[1]
+        view = self._view(s)
+        self._views[s.id] = (s, view)
+        return view
+
+    def _view(self, s) -> SupplierView:
         n = self.counts.get(s.id, 0)
         b = self.bad.get(s.id, 0)
-        key = (n, b, s.rated_reliability, len(s.notes))
-        hit = self._views.get(s.id)
-        if hit is not None and hit[0] == key:
-            return hit[1]
         c = self.claims.get(s.id, 0.0)
         rel = s.rated_reliability
-        if n >= 2 and c / n > SUSPICION:
+        deceptive = n >= 2 and c / n > SUSPICION
+        if deceptive:
             rel -= 1.5 * (c / n - SUSPICION)
         rel -= 0.2 * b
         if any("scandal" in note for note in s.notes):
             rel -= 0.1
-        view = SupplierView(max(0.05, min(1.0, rel)), n >= 2 and c / n > SUSPICION)
-        self._views[s.id] = (key, view)
-        return view
+        rel = max(0.05, min(1.0, rel))
+        if deceptive and rel > DECEPTIVE_REL:
+            rel = DECEPTIVE_REL
+        return SupplierView(rel, deceptive)
 
 
 class History(NamedTuple):

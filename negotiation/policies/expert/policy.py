@@ -33,7 +33,6 @@ from ..base import Policy
 from . import acting
 from .beliefs import (
     CLAIM_MARGIN,
-    DECEPTIVE_REL,
     LOWEST_FLOOR_COST,
     OVERCLAIM,
     SAFE_OPEN_COST,
@@ -72,12 +71,8 @@ class PublicJudge:
 
     def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
-
-    def view(self, s) -> SupplierView:
-        v = self.evidence.view(s)
-        if v.deceptive and v.reliability > DECEPTIVE_REL:
-            return SupplierView(DECEPTIVE_REL, True)
-        return v
+        # The planner views every candidate supplier on every step: no wrapper call.
+        self.view = evidence.view
 
     def usable_capacity(self, s, category: str, view: SupplierView) -> int:
         return int(s.capacity.get(category, 0) / (OVERCLAIM if view.deceptive else CLAIM_MARGIN))
