@@ -77,7 +77,7 @@ class Planner:
         self.judge = judge
         self._memo: dict[tuple[str, str], tuple] = {}
         self._plans: dict[str, tuple[list[Candidate], list[Plan]]] = {}
-        self._serves: dict[str, list[int]] = {}
+        self._serves: dict[str, list[tuple[int, tuple[str, str]]]] = {}
         self._serves_n = -1
 
     def reset(self) -> None:
@@ -89,12 +89,13 @@ class Planner:
         """One plan per open requirement (two where capacity is short), sorted by award
         week, with round budgets set."""
         if self._serves_n != len(obs.requirements):
-            # Which suppliers serve a requirement, by position: suppliers only ever append.
+            # Which suppliers serve a requirement (by position: suppliers only ever append),
+            # with the key of their thread on it.
             self._serves_n = len(obs.requirements)
             self._serves = {}
             for i, s in enumerate(obs.suppliers):
                 for rid in s.list_prices:
-                    self._serves.setdefault(rid, []).append(i)
+                    self._serves.setdefault(rid, []).append((i, (s.id, rid)))
         week, apw, left = obs.week, obs.actions_per_week, obs.actions_left_this_week
         deadlines = sorted(r.deadline_week for r in reqs)
         out: list[Plan] = []
@@ -104,8 +105,7 @@ class Planner:
             n_le = bisect.bisect_right(deadlines, r.deadline_week)
             supply = left + max(0, r.deadline_week - 2 - week) * apw
             rounds = max(1, int(supply / n_le) - 1)
-            sups = [obs.suppliers[i] for i in self._serves.get(r.id, ())]
-            out.extend(self._plan(obs, r, sups, rounds))
+            out.extend(self._plan(obs, r, self._serves.get(r.id, ()), rounds))
         thr = obs.pr_threshold
         # Earliest award week first; within a week critical requirements, then those that
         # need the fewest slots (a quote already, no PR to wait for).
@@ -120,25 +120,34 @@ class Planner:
         round_budgets(obs, out)
         return out
 
-    def _candidate(self, obs: Observation, r, s, rounds: int) -> Candidate | None:
-        key = (s.id, r.id)
-        th = obs.threads.get(key)
-        judge = self.judge
-        view = judge.view(s)
-        mkt = obs.market_index.get(r.category, 1.0)
-        memo = self._memo.get(key)
-        stamp = (obs.week, rounds, mkt, view)
-        if (
-            memo is not None
-            and memo[0] is s
-            and memo[1] is th
-            and memo[2] is r
-            and memo[3] == stamp
-        ):
-            return memo[4]
-        cand = self._score(obs, r, s, th, view, rounds)
-        self._memo[key] = (s, th, r, stamp, cand)
-        return cand
+    def _candidates(self, obs: Observation, r, serves, rounds: int) -> list[Candidate]:
+        """The candidates among r's suppliers, memoised per thread key on the records they
+        read (by identity), the week, the rounds, the market and the supplier's view."""
+        suppliers, threads, view, memo = obs.suppliers, obs.threads, self.judge.view, self._memo
+        stamp = (obs.week, rounds, obs.market_index.get(r.category, 1.0))
+        cands = []
+        for i, key in serves:
+            s = suppliers[i]
+            if not s.active or s.rejected:
+                continue
+            th = threads.get(key)
+            v = view(s)
+            hit = memo.get(key)
+            if (
+                hit is not None
+                and hit[0] is s
+                and hit[1] is th
+                and hit[2] is r
+                and hit[3] == stamp
+                and hit[4] == v
+            ):
+                c = hit[5]
+            else:
+                c = self._score(obs, r, s, th, v, rounds)
+                memo[key] = (s, th, r, stamp, v, c)
+            if c is not None:
+                cands.append(c)
+        return cands
 
     def _score(self, obs: Observation, r, s, th, view: SupplierView, rounds: int):
         week = obs.week
@@ -167,14 +176,9 @@ class Planner:
         target = last - 1 if buffered and rel < BUFFER_REL else last
         return Candidate(u, s, th, rel, eff_cap, target)
 
-    def _plan(self, obs: Observation, r, sups, rounds: int) -> list[Plan]:
+    def _plan(self, obs: Observation, r, serves, rounds: int) -> list[Plan]:
         """The requirement's plans from its suppliers' candidates."""
-        cands = []
-        for s in sups:
-            if s.active and not s.rejected:
-                c = self._candidate(obs, r, s, rounds)
-                if c is not None:
-                    cands.append(c)
+        cands = self._candidates(obs, r, serves, rounds)
         if not cands:
             return []
         # The same candidates (memo hits: same records, week, rounds, market and views)
