@@ -251,7 +251,7 @@ class SupplierHidden:
     )
 
     # Every field is a keyword, None when not given (a planner builds partial ones, e.g.
-    # expert/beliefs.py), and unknown keywords are ignored. Spelled out rather than a loop
+    # expert/beliefs.py); a misspelt one is a TypeError. Spelled out rather than a loop
     # over __slots__: worldgen builds one per supplier on every reset, 3x faster so.
     def __init__(
         self,
@@ -280,7 +280,6 @@ class SupplierHidden:
         time_weight: float | None = None,
         true_capacity: dict[str, int] | None = None,
         true_reliability: float | None = None,
-        **_unknown: Any,
     ) -> None:
         self.beta = beta
         self.capacity_claim_factor = capacity_claim_factor

@@ -151,18 +151,12 @@ class ProcurementEnv:
         return self.list_base[(sid, r.id)] * self.market.index[r.category] * h.rival_push
 
     def refresh_list_prices(self) -> None:
-        """Every supplier's list prices at this week's market: list_price for each, with the
-        lookups hoisted out of the loop (the weekly close reprices the whole market)."""
-        index = self.market.index
-        base = self.list_base
+        """Every supplier's list prices at this week's market (the weekly close)."""
         req_by_id = self.req_by_id
-        hidden = self.hidden
         for sup in self.suppliers:
-            sid = sup.id
-            push = hidden[sid].rival_push
             prices = sup.list_prices
             for rid in prices:
-                prices[rid] = base[(sid, rid)] * index[req_by_id[rid].category] * push
+                prices[rid] = self.list_price(sup.id, req_by_id[rid])
             sup.touch()
 
     def reservation_now(self, sid: str, r: Requirement) -> tuple[float, float]:
