@@ -15,10 +15,11 @@ only cache pure functions of the observation).
 - Bilateral (public round limit T, public seller cost): open at the highest insult line
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
   while the seller's time-dependent ask falls, and at offer T jump to the lowest floor any
-  persona can have at that cost: tit-for-tat answers the whole raise at once while the time
-  part sits at the floor. Then award the counter, or make one final offer after the
-  seller's patience at the lowest price every plausible fit of the documented supplier
-  model accepts (beliefs.closing_offer); when no fit explains the counters, award.
+  persona can have at that cost, or JUMP_SHARE of the counter when that is higher:
+  tit-for-tat answers the whole raise at once while the time part sits at the floor. Then
+  award the counter, or make one final offer after the seller's patience at the lowest
+  price every plausible fit of the documented supplier model accepts
+  (beliefs.closing_offer); when no fit explains the counters, award.
 """
 
 from __future__ import annotations
