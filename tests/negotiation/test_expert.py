@@ -110,9 +110,9 @@ def _creep_then_jump(env: ProcurementEnv, obs) -> ThreadRecord:
 
 
 def test_the_final_offer_never_goes_under_what_the_seller_accepts():
-    """After the seller's patience, the model fit's final offer is at or above the lowest
-    offer the seller really accepts (read from the hidden state), or there is none; with
-    the personas' tactics and with tactics redrawn from wider ranges."""
+    """After the seller's patience, the final offer from the consistent parameter sets is
+    at or above the lowest offer the seller really accepts (read from the hidden state), or
+    there is none; with the personas' tactics and with tactics redrawn from wider ranges."""
     finals = 0
     for persona in ("hardball", "cooperative", "deceptive", "distressed"):
         env = ProcurementEnv(load_scenario(f"bilateral_{persona}"))

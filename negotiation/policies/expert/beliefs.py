@@ -4,24 +4,18 @@
   and low stock above SUSPICION), scandals and bad deliveries.
 - Safe prices: the lowest opening no rule persona takes as an insult, derived from the
   documented persona parameter ranges (suppliers.PERSONA_PARAMS), not re-typed.
-- Concession: a thread's counters are fitted to the documented supplier model (time plus
-  tit-for-tat, concession.py) over a grid of its hidden parameters; the fits that explain
-  the counters predict the lowest final offer the supplier accepts. A supplier the model
-  does not explain (an LLM, a field agent) gets no prediction, and the expert plays safe.
+- A thread's history (offers and counters) as the buyer saw it; what the counters say
+  about a bilateral seller's concession tactic is posterior.py's.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...concession import TFT_STEP_CAP
-from ...entities import SupplierHidden, ThreadHidden
 from ...guard import BAND
 from ...observation import Observation
 from ...suppliers import PERSONA_PARAMS
-from ..lookahead import lowest_accepted
 
 SUSPICION = 0.38  # mean competing-offer / low-stock claim above which a supplier looks deceptive
 DECEPTIVE_REL = 0.66  # delivery reliability assumed for a supplier that looks deceptive
@@ -190,145 +184,3 @@ def expected_price(anchor: float, rounds: int) -> float:
     """Rough price after ``rounds`` offers of a steady creep, before any counter is seen:
     a share of ~30 % of the list price, most of it toward the supplier's patience."""
     return anchor * (1.0 - 0.30 * min(1.0, rounds / 8.0) ** 1.5)
-
-
-# ---------------------------------------------------------------- the concession model fit
-# The grid spans wider ranges than any persona's: an unknown seller may lie outside them.
-_WINDOWS = (1, 2, 3, 4)
-_RECIPROCITY = tuple(0.15 + 0.05 * i for i in range(38))  # 0.15 .. 2.0
-_BETAS = tuple(math.exp(math.log(0.1) + i * math.log(60.0) / 47) for i in range(48))  # 0.1 .. 6
-FIT_TOLERANCE = 0.002  # rms misfit (x anchor) under which a parameter set explains a thread
-PLAUSIBLE = 3.0  # fits within this factor of the best one's misfit stay plausible
-CLOSE_MARGIN = 0.005  # a final offer sits this far above the highest predicted acceptance line
-
-
-class Fit(NamedTuple):
-    floor: float
-    beta: float
-    weight: float
-    reciprocity: float
-    window: int
-    misfit: float
-
-
-def _tft(h: History, anchor: float, k: int, offer: float, d: int, rec: float) -> float:
-    """The tit-for-tat ask for the buyer's k-th offer (1-based), from the seen counters."""
-    n = k - 1  # answered offers before this one
-    dd = min(d, n)
-    if not dd:
-        return anchor
-    ratio = min(offer / h.offers[n - dd], (1.0 + TFT_STEP_CAP) ** dd)
-    return h.counters[n - dd] / max(1.0, ratio) ** rec
-
-
-def _solve(f, g, y, rows) -> tuple[float, float] | None:
-    """Least squares of y = u f + w g over ``rows``: (u, w), or None when singular."""
-    sff = sum(f[i] * f[i] for i in rows)
-    sgg = sum(g[i] * g[i] for i in rows)
-    sfg = sum(f[i] * g[i] for i in rows)
-    sfy = sum(f[i] * y[i] for i in rows)
-    sgy = sum(g[i] * y[i] for i in rows)
-    det = sff * sgg - sfg * sfg
-    if abs(det) < 1e-12 * max(1e-12, sff * sgg):
-        return None
-    return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
-
-
-def _fit_one(
-    h: History,
-    anchor: float,
-    patience: int,
-    min_floor: float,
-    d: int,
-    rec: float,
-    beta: float,
-    t: list[float],
-) -> Fit | None:
-    """The best (F, w) for one (window, reciprocity, beta): F and w are solved exactly,
-    since a counter not clamped by the floor or the previous counter is affine in (w F, w):
-    c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k, with f_k = (k / T) ** (1 / beta) and
-    tft_k the tit-for-tat asks ``t`` of (d, rec)."""
-    n = len(h.counters)
-    c = h.counters
-    f = [(min(k, patience) / patience) ** (1.0 / beta) for k in range(1, n + 1)]
-    y = [ck - tk for ck, tk in zip(c, t, strict=True)]
-    g = [anchor * (1.0 - fk) - tk for fk, tk in zip(f, t, strict=True)]
-    rows: range | list[int] = range(n)
-    fit = None
-    for _ in range(2):  # refit once without the rounds the clamps decided
-        uw = _solve(f, g, y, rows)
-        if uw is None or not 0.0 < uw[1] <= 1.0:
-            break
-        w = uw[1]
-        floor = uw[0] / w
-        if not max(min_floor, 0.3 * anchor) < floor < anchor:
-            break
-        prev, sse, free = anchor, 0.0, []
-        for i in range(n):
-            mix = w * (floor * f[i] + anchor * (1.0 - f[i])) + (1.0 - w) * t[i]
-            if floor <= mix <= prev:
-                free.append(i)
-            sse += (min(prev, max(floor, mix)) - c[i]) ** 2
-            prev = c[i]
-        fit = Fit(floor, beta, w, rec, d, math.sqrt(sse / n) / anchor)
-        if len(free) == n or len(free) < 2:
-            break
-        rows = free
-    return fit
-
-
-def fit_concession(h: History, anchor: float, patience: int, min_floor: float = 0.0) -> list[Fit]:
-    """Parameter sets of the supplier model (concession.py) that explain the counters, best
-    first, over a grid of (window, reciprocity, beta) wider than any persona's ranges. A
-    floor under ``min_floor`` (a seller never sells below its cost) explains nothing."""
-    n = len(h.counters)
-    if n < 3:
-        return []
-    fits: list[Fit] = []
-    for d in _WINDOWS:
-        for rec in _RECIPROCITY:
-            t = [_tft(h, anchor, k, h.offers[k - 1], d, rec) for k in range(1, n + 1)]
-            for beta in _BETAS:
-                fit = _fit_one(h, anchor, patience, min_floor, d, rec, beta, t)
-                if fit is not None and fit.misfit <= 2.0 * FIT_TOLERANCE:
-                    fits.append(fit)
-    fits.sort(key=lambda fi: fi.misfit)
-    return fits
-
-
-def _model(h: History, anchor: float, patience: int, fit: Fit):
-    """A fitted seller as the engine's own hidden records, for concession.next_ask."""
-    th = ThreadHidden(fit.floor / (1.0 + BAND), 0.0, fit.floor, anchor, fit.beta, patience)
-    th.offers, th.asks = list(h.offers), list(h.counters)
-    th.last_counter = h.counters[-1]
-    sh = SupplierHidden(
-        time_weight=fit.weight,
-        reciprocity=fit.reciprocity,
-        tft_window=fit.window,
-        stall_rounds=len(h.offers) + 2,
-        quarter_end=0,
-        quarter_pressure=0.0,  # the fitted floor is the floor of the moment
-        overstock=0.0,
-    )
-    return th, sh
-
-
-def closing_offer(h: History, anchor: float, patience: int, fits: list[Fit]) -> float | None:
-    """The lowest next offer every plausible fit accepts (CLOSE_MARGIN above it), or None
-    when no fit explains the thread or none accepts less than the last counter."""
-    if not fits or fits[0].misfit > FIT_TOLERANCE:
-        return None
-    bound = max(FIT_TOLERANCE, PLAUSIBLE * fits[0].misfit)
-    last = h.counters[-1]
-    k = len(h.counters) + 1
-    need = 0.0
-    for f in fits:
-        if f.misfit > bound:
-            break
-        th, sh = _model(h, anchor, patience, f)
-        low = lowest_accepted(th, sh, k, 0, last)
-        if low is None:
-            return None
-        need = max(need, low)
-    need = math.ceil(need * (1.0 + CLOSE_MARGIN) * 100.0) / 100.0
-    return need if need < last else None

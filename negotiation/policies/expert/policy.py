@@ -14,12 +14,14 @@ only cache pure functions of the observation).
   planning.py.
 - Bilateral (public round limit T, public seller cost): open at the highest insult line
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
-  while the seller's time-dependent ask falls, and at offer T jump to the lowest floor any
-  persona can have at that cost, or JUMP_SHARE of the counter when that is higher:
-  tit-for-tat answers the whole raise at once while the time part sits at the floor. Then
-  award the counter, or make one final offer after the seller's patience at the lowest
-  price every plausible fit of the documented supplier model accepts
-  (beliefs.closing_offer); when no fit explains the counters, award.
+  while the seller's time-dependent ask falls, with one PROBE_RAISE at offer PROBE_OFFER
+  (early, while the time part barely moves, so the answer shows how the seller mirrors a
+  raise), and at offer T jump to the lowest floor any persona can have at that cost, or
+  JUMP_SHARE of the counter when that is higher: tit-for-tat answers the whole raise at
+  once while the time part sits at the floor. Then award the counter, or make one final
+  offer after the seller's patience at the lowest price every parameter set of the
+  documented supplier model that reproduces the counters accepts
+  (posterior.closing_offer); when none reproduces them, award.
 """
 
 from __future__ import annotations
@@ -42,12 +44,11 @@ from .beliefs import (
     SAFE_ROUNDS,
     Evidence,
     SupplierView,
-    closing_offer,
     expected_price,
-    fit_concession,
     history,
 )
 from .planning import Plan, Planner
+from .posterior import closing_offer
 
 CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before the jump
 # The jump at the seller's patience goes at least this far up to its counter: a larger
@@ -55,6 +56,12 @@ CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, befo
 # the rule personas (seeds 0-99: 0.70-0.85 tried); bench/quality.py's mixed family is
 # held out from it.
 JUMP_SHARE = 0.78
+# Bilateral: one early raise of PROBE_RAISE (a move of a size tit-for-tat mirrors well
+# above the cents the counters are rounded to) at offer PROBE_OFFER, which separates the
+# seller's reciprocity from its time weight in the posterior. Tuned on the rule personas
+# (seeds 0-39: offers 2-4, raises 3-10 %, one or two probes tried); mixed held out.
+PROBE_OFFER = 3
+PROBE_RAISE = 0.05
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before the supplier model is fitted to a thread
 
@@ -132,7 +139,8 @@ class ExpertPolicy(Policy):
         if th is None or th.counter_price is None:
             return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
         if th.offers < T - 1:
-            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th)))
+            rate = PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
+            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, rate)))
         if th.offers == T - 1:
             return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, th)))
         final = self._final_offer(obs, s, r, th)
@@ -155,19 +163,17 @@ class ExpertPolicy(Policy):
         return min(jump, round(th.counter_price - 0.01, 2))
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
-        """The offer after the seller's patience from the model fit (None: no fit explains
-        the thread); fitted once per thread and offer count."""
+        """The offer after the seller's patience from the model's consistent parameter
+        sets (None: none reproduces the thread); computed once per thread and offer count."""
         key = (obs.episode_key, s.id, r.id, th.offers)
         if key not in self._finals:
             h = history(th)
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             final = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                T = obs.max_rounds or 1
-                # A seller never counters under its band above the reservation >= its cost.
+                # A seller's floor is never under its band above the reservation >= its cost.
                 least = (obs.seller_cost or 0.0) * (1.0 + BAND)
-                fits = fit_concession(h, anchor, T, least)
-                final = closing_offer(h, anchor, T, fits)
+                final = closing_offer(h, anchor, obs.max_rounds or 1, least)
             self._finals[key] = final
         return self._finals[key]
 

@@ -1,0 +1,186 @@
+"""What a bilateral seller's counters say about its concession tactic, and what it accepts.
+
+The rule seller's ask is a deterministic function of its hidden parameters and the
+buyer's offers (concession.py), and the buyer sees every ask rounded to cents. So the
+parameter sets a buyer cannot rule out are exactly those whose asks, replayed on the
+thread's own history, land within COUNTER_TOL of every counter seen: a consistent set,
+not a best fit. The true parameters are always in it, wherever they lie in the wide prior
+box (an unknown seller may be off every persona's range); when no parameter set is
+consistent, the seller does not follow the model (an LLM, a field agent) and the buyer
+gets no prediction.
+
+Search: the floor F and time weight w enter a counter that neither clamp decides
+affinely, ``c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k`` with f_k = (k / T) **
+(1 / beta), so they are solved exactly by least squares for each (window, reciprocity,
+beta); those two are scanned on a log lattice that is refined around the cells whose
+residual could still fall under the tolerance. Every step is vectorised with numpy: one
+posterior costs ~0.1-0.3 s, once per bilateral thread.
+
+The closing offer is the highest of the consistent sets' lowest accepted offers (plus a
+small margin), so it is accepted whichever of them the seller is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...concession import TFT_STEP_CAP
+from .beliefs import History
+
+# |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
+# plus the model reading the rounded counters where the seller reads its exact asks.
+COUNTER_TOL = 0.0101
+WINDOWS = (1, 2, 3, 4)  # tit-for-tat windows scanned (personas use 1-3)
+RECIPROCITY = (0.1, 2.4)  # scanned range, wider than any persona's (0.4-1.6)
+BETA = (0.08, 8.0)  # scanned range, wider than any persona's (0.15-4.0)
+COARSE = 48  # lattice points per axis before refinement
+REFINEMENTS = 3  # each refinement divides the lattice step by 4
+KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
+SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
+CLOSE_MARGIN = 0.003  # the closing offer's margin over the highest predicted line
+
+
+@dataclass(frozen=True, slots=True)
+class Consistent:
+    """Parameter sets of the supplier model that reproduce a thread's counters."""
+
+    window: np.ndarray
+    reciprocity: np.ndarray
+    beta: np.ndarray
+    weight: np.ndarray
+    floor: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.window)
+
+
+def _tft(offers: np.ndarray, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
+    """Tit-for-tat asks for every answered offer (columns), one row per reciprocity."""
+    out = np.empty((len(rec), len(counters)))
+    for i in range(len(counters)):
+        dd = min(d, i)
+        if not dd:
+            out[:, i] = anchor
+            continue
+        ratio = min(offers[i] / offers[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
+        out[:, i] = counters[i - dd] / max(1.0, ratio) ** rec
+    return out
+
+
+def _solve(f, g, y, weights):
+    """Weighted least squares of y = u f + w g per row: (u, w)."""
+    sff, sgg, sfg = (weights * f * f).sum(-1), (weights * g * g).sum(-1), (weights * f * g).sum(-1)
+    sfy, sgy = (weights * f * y).sum(-1), (weights * g * y).sum(-1)
+    det = sff * sgg - sfg * sfg
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
+
+
+def _residuals(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
+    """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
+    floor or weight is impossible."""
+    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    k = np.arange(1, len(counters) + 1)
+    tft = _tft(offers, counters, anchor, d, rec)
+    f = (np.minimum(k, patience)[None, :] / patience) ** (1.0 / beta[:, None])
+    g, y = anchor * (1.0 - f) - tft, counters[None, :] - tft
+    prev = np.concatenate([[anchor], counters[:-1]])[None, :]
+    weights = np.ones_like(f)
+    for refit in (True, False):
+        u, w = _solve(f, g, y, weights)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            floor = u / w
+            mix = w[:, None] * (floor[:, None] * f + anchor * (1.0 - f)) + (1.0 - w[:, None]) * tft
+        if refit:  # once more without the rounds a clamp decided, when enough are left
+            free = (mix >= floor[:, None]) & (mix <= prev)
+            weights = np.where(free.sum(-1, keepdims=True) >= 3, free, True).astype(float)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
+        ok = np.isfinite(err) & (w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < anchor)
+    return floor, w, np.where(ok, err, np.inf)
+
+
+def consistent_fits(h: History, anchor: float, patience: int, least: float) -> Consistent:
+    """Every lattice point of the model that reproduces the counters within COUNTER_TOL.
+    ``least``: the lowest floor possible (the seller's cost plus the guard's band)."""
+    fine = 4**REFINEMENTS  # an integer lattice at the finest step: exact de-duplication
+    r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
+    sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
+    sb = (math.log(BETA[1]) - b0) / ((COARSE - 1) * fine)
+    grid = np.arange(COARSE) * fine
+    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
+    span = COARSE * fine + 8  # encodes a lattice point (i, j) as one integer
+    cols: dict[str, list[np.ndarray]] = {c: [] for c in ("d", "i", "j", "w", "floor")}
+    for d in WINDOWS:
+        i, j, step, slack = i0, j0, fine, SLACK * anchor
+        for level in range(REFINEMENTS + 1):
+            floor, w, err = _residuals(
+                h, anchor, patience, least, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
+            )
+            if level == REFINEMENTS:
+                hit = err <= COUNTER_TOL
+                row = (np.full(hit.sum(), d), i[hit], j[hit], w[hit], floor[hit])
+                for c, v in zip(cols, row, strict=True):
+                    cols[c].append(v)
+                break
+            near = err <= COUNTER_TOL + slack
+            if not near.any():
+                break
+            i, j, err = i[near], j[near], err[near]
+            if len(i) > KEEP:
+                best = np.argsort(err, kind="stable")[:KEEP]
+                i, j = i[best], j[best]
+            step //= 4
+            offs = np.arange(-2, 3) * step
+            keys = (i[:, None, None] + offs[:, None] + 4) * span + (j[:, None, None] + offs + 4)
+            keys = np.unique(keys.ravel())
+            i, j = keys // span - 4, keys % span - 4
+            slack /= 4
+    col = {c: np.concatenate(v) if v else np.empty(0) for c, v in cols.items()}
+    return Consistent(
+        col["d"].astype(int),
+        np.exp(r0 + col["i"] * sr),
+        np.exp(b0 + col["j"] * sb),
+        col["w"],
+        col["floor"],
+    )
+
+
+def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray:
+    """Per consistent set, the lowest next offer the seller accepts once its time tactic
+    sits at the floor (offer T or later), by bisection; nan where it accepts none <= cap."""
+    n = len(h.counters)
+    dd = np.minimum(fits.window, n).astype(int)
+    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    base_offer, base_ask = offers[n - dd], counters[n - dd]
+    top = (1.0 + TFT_STEP_CAP) ** dd
+    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+
+    def ask(x: np.ndarray) -> np.ndarray:
+        tft = base_ask / np.maximum(1.0, np.minimum(x / base_offer, top)) ** rec
+        return np.minimum(counters[-1], np.maximum(floor, w * floor + (1.0 - w) * tft))
+
+    lo, hi = floor.copy(), np.full(len(floor), cap)
+    for _ in range(32):  # offer - ask(offer) rises with the offer
+        mid = (lo + hi) / 2
+        yes = mid >= ask(mid)
+        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
+    return np.where(ask(np.full(len(floor), cap)) <= cap, hi, np.nan)
+
+
+def closing_offer(h: History, anchor: float, patience: int, least: float) -> float | None:
+    """The lowest offer every consistent parameter set accepts next (CLOSE_MARGIN above the
+    highest), or None: no set is consistent, or one accepts nothing under the last counter,
+    or the offer would not be under it."""
+    fits = consistent_fits(h, anchor, patience, least)
+    if not len(fits):
+        return None
+    last = h.counters[-1]
+    lines = lowest_accepted_next(h, fits, last)
+    if np.isnan(lines).any():
+        return None
+    offer = math.ceil(float(lines.max()) * (1.0 + CLOSE_MARGIN) * 100.0 - 1e-9) / 100.0
+    return offer if offer < last else None
