@@ -85,7 +85,7 @@ def test_bilateral_observations_state_the_sellers_cost_and_the_arena_none():
 
 def _redraw_tactics(env: ProcurementEnv, rng: random.Random) -> None:
     """Concession tactics from ranges wider than any persona's (as bench/quality.py's
-    held-out "mixed" family): the model fit must stay safe off the personas' ranges."""
+    held-out "mixed" family): the posterior must stay safe off the personas' ranges."""
     for h in env.hidden.values():
         h.time_weight, h.reciprocity = rng.uniform(0.1, 0.95), rng.uniform(0.2, 2.0)
         h.tft_window, h.quarter_pressure = rng.randint(1, 4), rng.uniform(0.0, 0.9)

@@ -23,8 +23,10 @@ from negotiation.policies.expert.posterior import (
 from negotiation.policies.lookahead import lowest_accepted
 
 
-def _seller(beta: float, w: float, rec: float, d: int) -> tuple[ThreadHidden, SupplierHidden]:
-    th = ThreadHidden(52.0, 48.0, 55.0, 90.0, beta, 8)
+def _seller(
+    beta: float, w: float, rec: float, d: int, scale: float = 1.0
+) -> tuple[ThreadHidden, SupplierHidden]:
+    th = ThreadHidden(52.0 * scale, 48.0 * scale, 55.0 * scale, 90.0 * scale, beta, 8)
     sh = SupplierHidden(
         time_weight=w,
         reciprocity=rec,
@@ -52,13 +54,22 @@ OFFERS = [42.0, 42.26, 44.38, 44.65, 44.92, 45.19, 45.47, 57.0]  # creep, probe,
 
 
 @pytest.mark.parametrize(
-    ("beta", "w", "rec", "d"),
-    [(0.2, 0.7, 0.6, 2), (0.6, 0.5, 0.9, 1), (2.5, 0.55, 1.1, 2), (0.3, 0.35, 1.8, 4)],
+    ("beta", "w", "rec", "d", "scale"),
+    [
+        (0.2, 0.7, 0.6, 2, 1.0),
+        (0.6, 0.5, 0.9, 1, 1.0),
+        (2.5, 0.55, 1.1, 2, 1.0),
+        (0.3, 0.35, 1.8, 4, 1.0),
+        # A costly item: a cent is ~1e-5 of the price, so only a deep lattice lands within one.
+        (0.25, 0.65, 0.7, 2, 20.0),
+        (0.7, 0.45, 0.85, 3, 20.0),
+    ],
 )
-def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d):
-    th, sh = _seller(beta, w, rec, d)
-    h = _haggle(th, sh, OFFERS)
-    fits = consistent_fits(h, 90.0, 8, 48.0 * (1.0 + BAND))
+def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale):
+    th, sh = _seller(beta, w, rec, d, scale)
+    h = _haggle(th, sh, [round(o * scale, 2) for o in OFFERS])
+    least = 48.0 * scale * (1.0 + BAND)
+    fits = consistent_fits(h, 90.0 * scale, 8, least)
     assert len(fits) > 0
     assert d in set(fits.window.tolist())
     near = fits.window == d
@@ -68,7 +79,7 @@ def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d):
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
     lines = lowest_accepted_next(h, fits, h.counters[-1])
     assert true is not None and lines.max() >= true - 0.01
-    offer = closing_offer(h, 90.0, 8, 48.0 * (1.0 + BAND))
+    offer = closing_offer(h, 90.0 * scale, 8, least)
     assert offer is None or true <= offer < h.counters[-1]
 
 

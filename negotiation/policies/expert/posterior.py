@@ -13,8 +13,9 @@ Search: the floor F and time weight w enter a counter that neither clamp decides
 affinely, ``c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k`` with f_k = (k / T) **
 (1 / beta), so they are solved exactly by least squares for each (window, reciprocity,
 beta); those two are scanned on a log lattice that is refined around the cells whose
-residual could still fall under the tolerance. Every step is vectorised with numpy: one
-posterior costs ~0.1-0.3 s, once per bilateral thread.
+residual could still fall under the tolerance, deeper while no point is consistent (a
+costly item's cent is a tiny share of its price). Every step is vectorised with numpy;
+one posterior is computed once per bilateral thread.
 
 The closing offer is the highest of the consistent sets' lowest accepted offers (plus a
 small margin), so it is accepted whichever of them the seller is.
@@ -37,7 +38,9 @@ WINDOWS = (1, 2, 3, 4)  # tit-for-tat windows scanned (personas use 1-3)
 RECIPROCITY = (0.1, 2.4)  # scanned range, wider than any persona's (0.4-1.6)
 BETA = (0.08, 8.0)  # scanned range, wider than any persona's (0.15-4.0)
 COARSE = 48  # lattice points per axis before refinement
-REFINEMENTS = 3  # each refinement divides the lattice step by 4
+REFINEMENTS = 3  # each refinement divides the lattice step by 4; at least this many
+DEEPEST = 7  # and more, up to this many, while none is consistent (costly items: a cent
+# is a tiny share of their price, so the lattice must be finer to land within one)
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
 CLOSE_MARGIN = 0.003  # the closing offer's margin over the highest predicted line
@@ -106,7 +109,7 @@ def _residuals(h: History, anchor: float, patience: int, least: float, d: int, r
 def consistent_fits(h: History, anchor: float, patience: int, least: float) -> Consistent:
     """Every lattice point of the model that reproduces the counters within COUNTER_TOL.
     ``least``: the lowest floor possible (the seller's cost plus the guard's band)."""
-    fine = 4**REFINEMENTS  # an integer lattice at the finest step: exact de-duplication
+    fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
     r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
     sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
     sb = (math.log(BETA[1]) - b0) / ((COARSE - 1) * fine)
@@ -116,12 +119,12 @@ def consistent_fits(h: History, anchor: float, patience: int, least: float) -> C
     cols: dict[str, list[np.ndarray]] = {c: [] for c in ("d", "i", "j", "w", "floor")}
     for d in WINDOWS:
         i, j, step, slack = i0, j0, fine, SLACK * anchor
-        for level in range(REFINEMENTS + 1):
+        for level in range(DEEPEST + 1):
             floor, w, err = _residuals(
                 h, anchor, patience, least, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
             )
-            if level == REFINEMENTS:
-                hit = err <= COUNTER_TOL
+            hit = err <= COUNTER_TOL
+            if level == DEEPEST or (level >= REFINEMENTS and hit.any()):
                 row = (np.full(hit.sum(), d), i[hit], j[hit], w[hit], floor[hit])
                 for c, v in zip(cols, row, strict=True):
                     cols[c].append(v)
