@@ -20,6 +20,7 @@ from negotiation.policies.expert.policy import CREEP
 from negotiation.policies.lookahead import lowest_accepted
 from negotiation.records import ThreadRecord
 from negotiation.suppliers import PERSONA_PARAMS
+from tests.negotiation.bilateral import redraw_tactics
 
 
 def _play(preset: str, seed: int) -> ProcurementEnv:
@@ -83,15 +84,6 @@ def test_bilateral_observations_state_the_sellers_cost_and_the_arena_none():
     assert obs.seller_cost is None and obs.to_dict()["rules"]["seller_unit_cost"] is None
 
 
-def _redraw_tactics(env: ProcurementEnv, rng: random.Random) -> None:
-    """Concession tactics from ranges wider than any persona's (as bench/quality.py's
-    held-out "mixed" family): the posterior must stay safe off the personas' ranges."""
-    for h in env.hidden.values():
-        h.time_weight, h.reciprocity = rng.uniform(0.1, 0.95), rng.uniform(0.2, 2.0)
-        h.tft_window, h.quarter_pressure = rng.randint(1, 4), rng.uniform(0.0, 0.9)
-        h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
-
-
 def _creep_then_jump(env: ProcurementEnv, obs) -> ThreadRecord:
     """The expert's bilateral schedule without the jump's share of the counter (so more
     threads end with room for a final offer): T offers, then the thread as it stands."""
@@ -119,7 +111,7 @@ def test_the_final_offer_never_goes_under_what_the_seller_accepts():
         for seed in range(60):
             obs = env.reset(seed=seed)
             if seed % 3:
-                _redraw_tactics(env, random.Random(seed))
+                redraw_tactics(env, random.Random(seed))
             obs = _creep_then_jump(env, obs)
             th = obs.thread("S01", "R01")
             if th.status != "open":

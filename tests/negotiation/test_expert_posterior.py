@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import itertools
-import math
-import random
 
 import pytest
 
-from negotiation import ProcurementEnv, get_policy, load_scenario
 from negotiation.concession import floor_now, next_ask, pressure, record
 from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
@@ -21,6 +18,7 @@ from negotiation.policies.expert.posterior import (
     lowest_accepted_next,
 )
 from negotiation.policies.lookahead import lowest_accepted
+from tests.negotiation.bilateral import play_bilateral
 
 
 def _seller(
@@ -94,33 +92,19 @@ def test_counters_the_model_cannot_produce_give_no_prediction():
     assert closing_offer(h, 90.0, 8, 80.0) is None
 
 
-def _redraw(env: ProcurementEnv, rng: random.Random) -> None:
-    for h in env.hidden.values():  # as bench/quality.py's held-out "mixed" family
-        h.time_weight, h.reciprocity = rng.uniform(0.1, 0.95), rng.uniform(0.2, 2.0)
-        h.tft_window, h.quarter_pressure = rng.randint(1, 4), rng.uniform(0.0, 0.9)
-        h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
-
-
 def test_the_tolerance_holds_the_true_seller_in_real_episodes():
     """Replayed on the rounded counters the buyer saw, the seller's true parameters land
     within COUNTER_TOL of every counter: the consistent set can always hold the truth."""
     worst = 0.0
     for persona in ("hardball", "cooperative", "deceptive", "distressed"):
-        env = ProcurementEnv(load_scenario(f"bilateral_{persona}"))
         for seed in range(12):
-            obs = env.reset(seed=seed)
-            if seed % 2:
-                _redraw(env, random.Random(seed))
-            pol = get_policy("expert", seed=seed)
-            week = obs.week  # the week the thread is haggled in (the episode's only one)
-            while not env.done:
-                obs = env.step(pol.act(obs)).observation
+            env, week = play_bilateral(persona, seed, redraw=bool(seed % 2))
             ((key, thread),) = env.threads.items()
             true, sh = env.th_hidden[key], env.hidden[key[0]]
             h = history(thread)
             replay = ThreadHidden(true.reservation, true.cost, true.floor, true.anchor,
                                   true.beta, true.patience)  # fmt: skip
-            assert floor_now(replay, pressure(sh, week)) > obs.seller_cost * (1.0 + BAND)
+            assert floor_now(replay, pressure(sh, week)) > env.seller_cost * (1.0 + BAND)
             for k, (offer, counter) in enumerate(zip(h.offers, h.counters, strict=True), 1):
                 ask = next_ask(replay, sh, offer, k, week).price
                 worst = max(worst, abs(ask - counter))
@@ -131,13 +115,9 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
 
 
 def test_the_bilateral_schedule_probes_once_early():
-    env = ProcurementEnv(load_scenario("bilateral_hardball"))
-    obs = env.reset(seed=5)
-    pol = get_policy("expert", seed=5)
-    while not env.done:
-        obs = env.step(pol.act(obs)).observation
-    offers = history(obs.thread("S01", "R01")).offers
+    env, _ = play_bilateral("hardball", 5)
+    offers = history(env.threads[("S01", "R01")]).offers
     raises = [b / a - 1.0 for a, b in itertools.pairwise(offers)]
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)
-    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : obs.max_rounds - 2]
+    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : env.cfg.bilateral_max_rounds - 2]
     assert all(0.005 <= r < 0.01 for r in others), raises
