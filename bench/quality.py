@@ -1,9 +1,11 @@
 """Negotiation quality: how well each buyer bargains, per preset, against the oracle.
 
-For every preset and buyer (the expert, the scripted buyers, always_accept, random and
-the measurement-only ``oracle``, which reads hidden state) it plays N seeds with the bare
-engine loop and prints a table per preset: each figure is a mean with its 95 % percentile
-bootstrap interval (negotiation/stats.py).
+For every preset and buyer (the expert, the scripted buyers, always_accept, random, the
+measurement-only ``oracle``, which reads hidden state, and ``oracle_safe_open``, the same
+oracle never opening under the expert's safe bilateral line, which bounds what a buyer
+that cannot tell the persona before its first offer and keeps every deal can reach) it
+plays N seeds with the bare engine loop and prints a table per preset: each figure is a
+mean with its 95 % percentile bootstrap interval (negotiation/stats.py).
 
   buyer_share      share of the zone of agreement the buyer kept, per deal   (higher)
   deal_rate        requirements with a contract                              (higher)
@@ -24,8 +26,9 @@ Supplier families (``--families``; tables per family and preset):
   field   HELD OUT: the "bilateral" preset with each field persona (negotiation/field.py,
           third-party negotiators; needs the optional negmas packages, skipped otherwise)
 
-A summary at the end gives, per family and preset, expert/oracle, the expert's and the
-oracle's deal rates and the scripts whose mean score or buyer share beats the expert's.
+A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
+oracle, the expert's and the oracle's deal rates and the scripts whose mean score or buyer
+share beats the expert's.
 
 Usage: .venv/bin/python bench/quality.py [--seeds 300] [--presets a,b] [--policies x,y]
        [--families rule,mixed,field] [--procs N] [--json FILE]
@@ -64,8 +67,10 @@ PRESETS = (
     "hard_arena",
 )
 ORACLE = "oracle"
+SAFE_ORACLE = "oracle_safe_open"  # the oracle held to the expert's safe bilateral opening
+ORACLES = (ORACLE, SAFE_ORACLE)
 SCRIPTS = tuple(p for p in list_policies() if p.startswith("script_"))
-POLICIES = ("expert", *SCRIPTS, "always_accept", "random", ORACLE)
+POLICIES = ("expert", *SCRIPTS, "always_accept", "random", *ORACLES)
 # metric -> True when higher is better
 METRICS = {
     "buyer_share": True,
@@ -118,20 +123,20 @@ def scenario(family: str, preset: str):
     return load_scenario(preset)
 
 
-def oracle_class() -> type[Policy] | None:
-    """The oracle's class, or None while its module cannot be imported."""
+def oracle_class(name: str = ORACLE) -> type[Policy] | None:
+    """An oracle's class, or None while its module cannot be imported."""
     try:
-        from negotiation.policies.oracle import OraclePolicy
+        from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
     except ImportError:
         return None
-    return OraclePolicy
+    return SafeOpenOraclePolicy if name == SAFE_ORACLE else OraclePolicy
 
 
 def make_buyer(name: str, seed: int) -> Policy:
-    """A fresh buyer for one episode: the oracle (not in the public registry) or a
+    """A fresh buyer for one episode: an oracle (not in the public registry) or a
     registered policy."""
-    if name == ORACLE:
-        cls = oracle_class()
+    if name in ORACLES:
+        cls = oracle_class(name)
         if cls is None:
             raise RuntimeError("negotiation.policies.oracle is not importable")
         return cls(seed=seed)
@@ -251,11 +256,11 @@ def summary_row(key: str, cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
             for n in cells
             if n in SCRIPTS and ref is not None and (v := mean(n, metric)) is not None and v > ref
         ]
+    expert = cells.get("expert", {}).get(key)
     return {
         "ratio_metric": key,
-        "expert_vs_oracle": _ratio(
-            cells.get("expert", {}).get(key), cells.get(ORACLE, {}).get(key)
-        ),
+        "expert_vs_oracle": _ratio(expert, cells.get(ORACLE, {}).get(key)),
+        "expert_vs_safe_oracle": _ratio(expert, cells.get(SAFE_ORACLE, {}).get(key)),
         "expert_deal_rate": mean("expert", "deal_rate"),
         "oracle_deal_rate": mean(ORACLE, "deal_rate"),
         "scripts_beating_expert": beats,
@@ -267,8 +272,9 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
         return f"{'n/a':>{width}s}" if x is None else f"{x:{width}.3f}"
 
     print("\n# Summary: expert vs oracle, and the scripts that beat the expert (by mean)")
+    print("# exp/safe: expert over the oracle held to the expert's safe bilateral opening")
     print(
-        f"{'family':7s} {'preset':32s} {'metric':11s} {'exp/orc':>7s} "
+        f"{'family':7s} {'preset':32s} {'metric':11s} {'exp/orc':>7s} {'exp/safe':>8s} "
         f"{'exp.deal':>8s} {'orc.deal':>8s}  scripts beating the expert"
     )
     for family, presets in figures.items():
@@ -281,7 +287,8 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
             )
             print(
                 f"{family:7s} {preset:32s} {sm['ratio_metric']:11s} "
-                f"{num(sm['expert_vs_oracle'], 7)} {num(sm['expert_deal_rate'], 8)} "
+                f"{num(sm['expert_vs_oracle'], 7)} {num(sm['expert_vs_safe_oracle'], 8)} "
+                f"{num(sm['expert_deal_rate'], 8)} "
                 f"{num(sm['oracle_deal_rate'], 8)}  {who}"
             )
 
@@ -305,11 +312,11 @@ def main() -> None:
     presets = [p for p in args.presets.split(",") if p]
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
-        if p != ORACLE and p not in list_policies():
+        if p not in ORACLES and p not in list_policies():
             ap.error(f"unknown policy '{p}'")
-    if ORACLE in policies and oracle_class() is None:
-        print("note: negotiation.policies.oracle is not importable yet; the oracle is skipped")
-        policies.remove(ORACLE)
+    if oracle_class() is None:
+        print("note: negotiation.policies.oracle is not importable yet; the oracles are skipped")
+        policies = [p for p in policies if p not in ORACLES]
     strategies, why_not = field_strategies()
     if args.families is None:
         families = ["rule", "mixed"] + (["field"] if strategies else [])

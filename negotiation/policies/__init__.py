@@ -42,6 +42,8 @@ _REGISTRY: dict[str, type[Policy]] = {
 MEASUREMENT_ONLY: dict[str, str] = {
     "oracle": "The oracle reads the hidden world (reservations, tactics) and is for "
     "benchmarks only (bench/quality.py); it cannot play episodes here.",
+    "oracle_safe_open": "The safe-opening oracle reads the hidden world (reservations, "
+    "tactics) and is for benchmarks only (bench/quality.py); it cannot play episodes here.",
 }
 
 

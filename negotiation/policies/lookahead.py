@@ -60,9 +60,16 @@ def lowest_accepted(
 
 
 def best_path(
-    th: ThreadHidden, sh: SupplierHidden, k0: int, week: int, cap: float, rounds: int
+    th: ThreadHidden,
+    sh: SupplierHidden,
+    k0: int,
+    week: int,
+    cap: float,
+    rounds: int,
+    lowest_first: float = 0.0,
 ) -> Path | None:
-    """The cheapest deal within ``rounds`` more offers, from a thread after k0 offers."""
+    """The cheapest deal within ``rounds`` more offers, from a thread after k0 offers; no
+    first offer goes under ``lowest_first``."""
     base = th
     best: Path | None = None
     if base.last_counter is not None and base.last_counter <= cap:
@@ -71,7 +78,7 @@ def best_path(
     floor = th.floor * 1.2
     last_offer = base.offers[-1] if base.offers else None
     for start in STARTS:
-        first = insult + (floor - insult) * start
+        first = max(insult + (floor - insult) * start, lowest_first)
         if last_offer is not None:
             first = max(first, last_offer * GROWTH[0])
         for g in GROWTH:

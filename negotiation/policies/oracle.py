@@ -8,6 +8,12 @@ awarding its standing counter. Benchmarks (bench/quality.py) use it to show how 
 policy gets to what is possible; it is not in the policy registry, so the API, the
 dashboard and the leaderboards cannot run it (``get_policy("oracle")`` is refused).
 
+``SafeOpenOraclePolicy`` is the same oracle held to the expert's safe opening in bilateral
+games (never under the highest insult line any persona can have at the public cost): what
+a buyer that knew everything could reach without ever risking an insult, which a buyer
+that cannot tell the persona before its first offer must not risk. It bounds what any
+public-information buyer that keeps every deal can reach.
+
 Contract: ``OraclePolicy(seed)``, then ``watch(env)`` after every ``env.reset``.
 """
 
@@ -17,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..observation import Observation
 from .expert import ExpertPolicy, acting
-from .expert.beliefs import SupplierView
+from .expert.beliefs import SAFE_OPEN_COST, SupplierView
 from .expert.planning import Plan
 from .lookahead import Path, best_path
 
@@ -25,6 +31,7 @@ if TYPE_CHECKING:
     from ..env import ProcurementEnv
 
 NAME = "oracle"
+SAFE_OPEN_NAME = "oracle_safe_open"
 LONG = 6  # offers a thread may take when the slots allow
 
 
@@ -81,9 +88,13 @@ class OraclePolicy(ExpertPolicy):
         if key not in self._paths:
             th = env.th_hidden.get((sid, r.id)) or env.hidden_thread_now(sid, r)
             self._paths[key] = best_path(
-                th, env.hidden[sid], k, env.week, r.ceiling_unit_price, rounds
+                th, env.hidden[sid], k, env.week, r.ceiling_unit_price, rounds, self.lowest_first()
             )
         return self._paths[key]
+
+    def lowest_first(self) -> float:
+        """The lowest first offer a path may make (none: the seller's insult line)."""
+        return 0.0
 
     def act(self, obs: Observation) -> dict[str, Any]:
         self.env  # noqa: B018 - refuses to play unwatched
@@ -103,3 +114,13 @@ class OraclePolicy(ExpertPolicy):
         if path is None or not path.offers:
             return super().offer(obs, p)
         return acting.negotiate(p.s.id, p.r.id, path.offers[0])
+
+
+class SafeOpenOraclePolicy(OraclePolicy):
+    """The oracle, never opening under the expert's safe line at the seller's public cost."""
+
+    name = SAFE_OPEN_NAME
+
+    def lowest_first(self) -> float:
+        cost = self.env.seller_cost
+        return 0.0 if cost is None else SAFE_OPEN_COST * cost

@@ -8,7 +8,8 @@ import pytest
 
 from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
 from negotiation.evaluation import EvaluationError, build_spec
-from negotiation.policies.oracle import OraclePolicy
+from negotiation.policies.expert.beliefs import SAFE_OPEN_COST
+from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
 
 
 def _play(preset: str, policy, seed: int) -> tuple[float, dict]:
@@ -24,12 +25,13 @@ def _play(preset: str, policy, seed: int) -> tuple[float, dict]:
     return sc.score, sc.metrics
 
 
-def test_the_oracle_is_not_a_registered_policy():
-    assert "oracle" not in list_policies()
+@pytest.mark.parametrize("name", ["oracle", "oracle_safe_open"])
+def test_the_oracle_is_not_a_registered_policy(name):
+    assert name not in list_policies()
     with pytest.raises(ValueError, match="benchmarks only"):
-        get_policy("oracle")
+        get_policy(name)
     with pytest.raises(EvaluationError, match="benchmarks only"):
-        build_spec(policies="oracle", scenarios="bilateral", seeds=2)
+        build_spec(policies=name, scenarios="bilateral", seeds=2)
 
 
 def test_the_oracle_refuses_to_play_unwatched():
@@ -55,3 +57,22 @@ def test_the_oracle_plays_arena_episodes_with_valid_actions():
     for seed in range(3):
         score, _ = _play("medium_adversarial", OraclePolicy(seed), seed)
         assert 0.0 <= score <= 1.0
+
+
+def test_the_safe_opening_oracle_never_opens_under_the_experts_safe_line():
+    """It bounds what a buyer that never risks an insult can reach: its first offer is at
+    or above the expert's opening, it closes every deal, and on deceptive sellers (whose
+    insult line sits far under the safe line) it keeps less than the free oracle."""
+    safe, free = [], []
+    for seed in range(12):
+        env = ProcurementEnv(load_scenario("bilateral_deceptive"))
+        obs = env.reset(seed=seed)
+        pol = SafeOpenOraclePolicy(seed)
+        pol.watch(env)
+        first = pol.act(obs)
+        assert first["price"] >= SAFE_OPEN_COST * obs.seller_cost - 1e-9
+        _, m = _play("bilateral_deceptive", SafeOpenOraclePolicy(seed), seed)
+        assert m["deal_rate"] == 1.0
+        safe.append(m["buyer_share"])
+        free.append(_play("bilateral_deceptive", OraclePolicy(seed), seed)[1]["buyer_share"])
+    assert statistics.mean(safe) < statistics.mean(free)
