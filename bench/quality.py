@@ -272,7 +272,7 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
         return f"{'n/a':>{width}s}" if x is None else f"{x:{width}.3f}"
 
     print("\n# Summary: expert vs oracle, and the scripts that beat the expert (by mean)")
-    print("# exp/safe: expert over the oracle held to the expert's safe bilateral opening")
+    print("# exp/safe: expert over the oracle held to the expert's safe opening (bilateral)")
     print(
         f"{'family':7s} {'preset':32s} {'metric':11s} {'exp/orc':>7s} {'exp/safe':>8s} "
         f"{'exp.deal':>8s} {'orc.deal':>8s}  scripts beating the expert"
@@ -349,19 +349,21 @@ def main() -> None:
             print("note: the field family is skipped: load_scenario accepts no field persona")
     modes = {(f, p): scenario(f, p).mode == "bilateral" for f, ps in cells_of.items() for p in ps}
 
-    def plays(family: str, policy: str) -> bool:
-        # The oracle simulates the rule suppliers' model: against a field seller it would
-        # be a guess, not a reference.
-        return not (family == "field" and policy == "oracle")
+    def plays(family: str, preset: str, policy: str) -> bool:
+        # The oracles simulate the rule suppliers' model: against a field seller they would
+        # be a guess, not a reference. In the arena the safe-opening oracle is the oracle.
+        if policy in ORACLES and family == "field":
+            return False
+        return policy != SAFE_ORACLE or modes[(family, preset)]
 
-    if "field" in cells_of and "oracle" in policies:
+    if "field" in cells_of and ORACLE in policies:
         print("note: no oracle for the field family: it models rule suppliers only")
     tasks = [
         (f, pr, po, s)
         for f, ps in cells_of.items()
         for pr in ps
         for po in policies
-        if plays(f, po)
+        if plays(f, pr, po)
         for s in range(args.seeds)
     ]
     print(
@@ -379,7 +381,7 @@ def main() -> None:
         for family, preset, name, _seed, row in done:
             rows[(family, preset, name)].append(row)
         cells = [
-            (f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies if plays(f, po)
+            (f, pr, po, rows[(f, pr, po)]) for f, pr in modes for po in policies if plays(f, pr, po)
         ]
         summaries = pool.map(summarise, cells)
     print(f"# {time.perf_counter() - t0:.1f} s")
