@@ -48,7 +48,6 @@ from .beliefs import (
     history,
 )
 from .planning import Plan, Planner
-from .posterior import closing_offer
 
 CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before the jump
 # The jump at the seller's patience goes at least this far up to its counter: a larger
@@ -171,6 +170,10 @@ class ExpertPolicy(Policy):
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             final = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
+                # Imported here: numpy's import starts OpenBLAS threads that spin for a
+                # while (~0.15 s CPU), which arena-only processes need not pay.
+                from .posterior import closing_offer
+
                 # A seller's floor is never under its band above the reservation >= its cost.
                 least = (obs.seller_cost or 0.0) * (1.0 + BAND)
                 final = closing_offer(h, anchor, obs.max_rounds or 1, least)
