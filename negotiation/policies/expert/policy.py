@@ -62,7 +62,7 @@ JUMP_SHARE = 0.78
 PROBE_OFFER = 3
 PROBE_RAISE = 0.05
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
-MIN_FIT_COUNTERS = 3  # counters before the supplier model is fitted to a thread
+MIN_FIT_COUNTERS = 3  # counters before a thread's posterior is computed
 
 
 def ceil_cents(x: float) -> float:

@@ -115,7 +115,10 @@ def consistent_fits(h: History, anchor: float, patience: int, least: float) -> C
     sb = (math.log(BETA[1]) - b0) / ((COARSE - 1) * fine)
     grid = np.arange(COARSE) * fine
     i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
-    span = COARSE * fine + 8  # encodes a lattice point (i, j) as one integer
+    # A lattice point (i, j) as one integer: shifted by ``pad`` (more than any refinement
+    # offset, which may step past the box's edges) so that both stay non-negative.
+    pad = 2 * fine
+    span = (COARSE + 4) * fine
     cols: dict[str, list[np.ndarray]] = {c: [] for c in ("d", "i", "j", "w", "floor")}
     for d in WINDOWS:
         i, j, step, slack = i0, j0, fine, SLACK * anchor
@@ -138,9 +141,9 @@ def consistent_fits(h: History, anchor: float, patience: int, least: float) -> C
                 i, j = i[best], j[best]
             step //= 4
             offs = np.arange(-2, 3) * step
-            keys = (i[:, None, None] + offs[:, None] + 4) * span + (j[:, None, None] + offs + 4)
+            keys = (i[:, None, None] + offs[:, None] + pad) * span + (j[:, None, None] + offs + pad)
             keys = np.unique(keys.ravel())
-            i, j = keys // span - 4, keys % span - 4
+            i, j = keys // span - pad, keys % span - pad
             slack /= 4
     col = {c: np.concatenate(v) if v else np.empty(0) for c, v in cols.items()}
     return Consistent(
