@@ -1,4 +1,4 @@
-"""Helpers for tests of bilateral play: the held-out tactic re-draw and a played episode."""
+"""Helpers for tests of the expert: the held-out tactic re-draw and a played episode."""
 
 from __future__ import annotations
 
@@ -17,15 +17,17 @@ def redraw_tactics(env: ProcurementEnv, rng: random.Random) -> None:
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
 
 
-def play_bilateral(persona: str, seed: int, *, redraw: bool = False) -> tuple[ProcurementEnv, int]:
-    """One bilateral episode played to the end by the expert: the env and the week its one
-    thread was haggled in."""
-    env = ProcurementEnv(load_scenario(f"bilateral_{persona}"))
+def play_expert(preset: str, seed: int, *, redraw: bool = False) -> tuple[ProcurementEnv, int]:
+    """One episode played to the end by the expert, every action valid: the env and the
+    week it started in (a bilateral thread's only week)."""
+    env = ProcurementEnv(load_scenario(preset))
     obs = env.reset(seed=seed)
     if redraw:
         redraw_tactics(env, random.Random(seed))
     week = obs.week
     pol = get_policy("expert", seed=seed)
     while not env.done:
-        obs = env.step(pol.act(obs)).observation
+        res = env.step(pol.act(obs))
+        assert res.info["valid"], res.info["error"]
+        obs = res.observation
     return env, week

@@ -20,18 +20,7 @@ from negotiation.policies.expert.policy import CREEP
 from negotiation.policies.lookahead import lowest_accepted
 from negotiation.records import ThreadRecord
 from negotiation.suppliers import PERSONA_PARAMS
-from tests.negotiation.bilateral import redraw_tactics
-
-
-def _play(preset: str, seed: int) -> ProcurementEnv:
-    env = ProcurementEnv(load_scenario(preset))
-    obs = env.reset(seed=seed)
-    pol = get_policy("expert", seed=seed)
-    while not env.done:
-        res = env.step(pol.act(obs))
-        assert res.info["valid"], res.info["error"]
-        obs = res.observation
-    return env
+from tests.negotiation.bilateral import play_expert, redraw_tactics
 
 
 def test_the_safe_bounds_come_from_the_persona_ranges():
@@ -49,7 +38,7 @@ def test_the_expert_never_insults_stalls_or_outwaits_a_supplier(preset):
     stops it, and in the arena it stops offering before any persona's patience: no strike,
     no hardening, no walk-out."""
     for seed in range(20):
-        env = _play(preset, seed)
+        env, _ = play_expert(preset, seed)
         for key, hid in env.th_hidden.items():
             assert hid.strikes == 0 and not hid.hardened, (seed, key)
             if env.cfg.mode == "arena":
@@ -60,8 +49,8 @@ def test_the_expert_never_insults_stalls_or_outwaits_a_supplier(preset):
 
 @pytest.mark.parametrize("persona", ["hardball", "cooperative", "deceptive", "distressed"])
 def test_the_final_offer_never_costs_a_bilateral_deal(persona):
-    deals = [_play(f"bilateral_{persona}", s).score().metrics["deal_rate"] for s in range(40)]
-    assert deals == [1.0] * 40
+    envs = [play_expert(f"bilateral_{persona}", s)[0] for s in range(40)]
+    assert [env.score().metrics["deal_rate"] for env in envs] == [1.0] * 40
 
 
 def test_bilateral_bounds_at_the_public_cost_come_from_the_persona_ranges():

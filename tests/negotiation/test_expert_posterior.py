@@ -18,7 +18,7 @@ from negotiation.policies.expert.posterior import (
     lowest_accepted_next,
 )
 from negotiation.policies.lookahead import lowest_accepted
-from tests.negotiation.bilateral import play_bilateral
+from tests.negotiation.bilateral import play_expert
 
 
 def _seller(
@@ -98,7 +98,7 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
     worst = 0.0
     for persona in ("hardball", "cooperative", "deceptive", "distressed"):
         for seed in range(12):
-            env, week = play_bilateral(persona, seed, redraw=bool(seed % 2))
+            env, week = play_expert(f"bilateral_{persona}", seed, redraw=bool(seed % 2))
             ((key, thread),) = env.threads.items()
             true, sh = env.th_hidden[key], env.hidden[key[0]]
             h = history(thread)
@@ -115,7 +115,7 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
 
 
 def test_the_bilateral_schedule_probes_once_early():
-    env, _ = play_bilateral("hardball", 5)
+    env, _ = play_expert("bilateral_hardball", 5)
     offers = history(env.threads[("S01", "R01")]).offers
     raises = [b / a - 1.0 for a, b in itertools.pairwise(offers)]
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)

@@ -4,10 +4,11 @@ The rule seller's ask is a deterministic function of its hidden parameters and t
 buyer's offers (concession.py), and the buyer sees every ask rounded to cents. So the
 parameter sets a buyer cannot rule out are exactly those whose asks, replayed on the
 thread's own history, land within COUNTER_TOL of every counter seen: a consistent set,
-not a best fit. The true parameters are always in it, wherever they lie in the wide prior
-box (an unknown seller may be off every persona's range); when no parameter set is
-consistent, the seller does not follow the model (an LLM, a field agent) and the buyer
-gets no prediction.
+not a best fit. The true parameters always pass that test, wherever they lie in the wide
+prior box (an unknown seller may be off every persona's range); the search keeps the
+lattice points that pass, which sit around the truth rather than on it. When no parameter
+set is consistent, the seller does not follow the model (an LLM, a field agent) and the
+buyer gets no prediction.
 
 Search: the floor F and time weight w enter a counter that neither clamp decides
 affinely, ``c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k`` with f_k = (k / T) **
@@ -17,8 +18,11 @@ residual could still fall under the tolerance, deeper while no point is consiste
 costly item's cent is a tiny share of its price). Every step is vectorised with numpy;
 one posterior is computed once per bilateral thread.
 
-The closing offer is the highest of the consistent sets' lowest accepted offers (plus a
-small margin), so it is accepted whichever of them the seller is.
+The closing offer is the highest of the consistent sets' lowest accepted offers plus
+CLOSE_MARGIN, which covers the truth lying between lattice points (the misses seen
+without it, in 15 hardball seeds, were under 0.05 % of the price);
+tests/negotiation/test_expert.py checks it against what the true seller accepts on 240
+threads, a third with the personas' tactics.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ DEEPEST = 7  # and more, up to this many, while none is consistent (costly items
 # is a tiny share of their price, so the lattice must be finer to land within one)
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
-CLOSE_MARGIN = 0.003  # the closing offer's margin over the highest predicted line
+CLOSE_MARGIN = 0.003  # over the highest predicted line: the truth lies between lattice points
 
 
 @dataclass(frozen=True, slots=True)
