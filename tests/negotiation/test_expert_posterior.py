@@ -9,6 +9,7 @@ import pytest
 from negotiation.concession import floor_now, next_ask, pressure, record
 from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
+from negotiation.policies.expert import posterior
 from negotiation.policies.expert.beliefs import History, history
 from negotiation.policies.expert.policy import PROBE_OFFER, PROBE_RAISE
 from negotiation.policies.expert.posterior import (
@@ -16,6 +17,7 @@ from negotiation.policies.expert.posterior import (
     closing_offer,
     consistent_fits,
     lowest_accepted_next,
+    patience_offer,
 )
 from negotiation.policies.lookahead import lowest_accepted
 from tests.negotiation.bilateral import play_expert
@@ -81,11 +83,48 @@ def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale):
     assert offer is None or true <= offer < h.counters[-1]
 
 
+@pytest.mark.parametrize(("beta", "w", "rec", "d"), [(0.2, 0.7, 0.6, 2), (2.5, 0.55, 1.1, 1)])
+def test_the_time_tactic_sits_at_the_floor_from_offer_t(beta, w, rec, d):
+    """From T-1 counters the sets already predict what the seller takes at offer T (its
+    patience), so the patience offer may close at once."""
+    th, sh = _seller(beta, w, rec, d)
+    h = _haggle(th, sh, OFFERS[:7])
+    fits = consistent_fits(h, 90.0, 8, 48.0 * (1.0 + BAND))
+    true = lowest_accepted(th, sh, 8, 0, h.counters[-1])
+    lines = lowest_accepted_next(h, fits, h.counters[-1])
+    assert true is not None and lines.max() >= true - 0.01
+    offer = patience_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), [45.7, 50.0, 57.0])
+    assert offer in (45.7, 50.0, 57.0) or true <= offer < h.counters[-1]
+
+
+def test_the_patience_offer_lowers_what_the_expert_pays(monkeypatch):
+    """Against real sellers, rule and with tactics off the personas' ranges, choosing offer
+    T over the consistent sets keeps more of the surplus than the fixed jump it replaces,
+    and every deal."""
+
+    def shares() -> list[float]:
+        out = []
+        for persona in ("hardball", "cooperative", "deceptive", "distressed"):
+            for seed in range(6):
+                env, _ = play_expert(f"bilateral_{persona}", seed, redraw=bool(seed % 2))
+                metrics = env.score().metrics
+                assert metrics["deal_rate"] == 1.0, (persona, seed)
+                out.append(metrics["buyer_share"])
+        return out
+
+    planned = shares()
+    monkeypatch.setattr(posterior, "patience_offer", lambda *a, **k: None)
+    jumped = shares()
+    assert sum(planned) > sum(jumped) * 1.01
+    assert sum(p >= j - 1e-9 for p, j in zip(planned, jumped, strict=True)) >= 16
+
+
 def test_counters_the_model_cannot_produce_give_no_prediction():
     """A seller outside the model (an LLM, a field agent): no consistent set, no final offer."""
     rising = History(tuple(OFFERS), (80.0, 81.0, 79.0, 83.0, 70.0, 75.0, 60.0, 66.0), True)
     assert len(consistent_fits(rising, 90.0, 8, 50.0)) == 0
     assert closing_offer(rising, 90.0, 8, 50.0) is None
+    assert patience_offer(rising, 90.0, 8, 50.0, [60.0, 70.0]) is None
     # The same counters as a model seller's, but under the seller's cost: none either.
     th, sh = _seller(0.3, 0.6, 0.8, 2)
     h = _haggle(th, sh, OFFERS)

@@ -16,12 +16,14 @@ only cache pure functions of the observation).
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
   while the seller's time-dependent ask falls, with one PROBE_RAISE at offer PROBE_OFFER
   (early, while the time part barely moves, so the answer shows how the seller mirrors a
-  raise), and at offer T jump to the lowest floor any persona can have at that cost, or
-  JUMP_SHARE of the counter when that is higher: tit-for-tat answers the whole raise at
-  once while the time part sits at the floor. Then award the counter, or make one final
-  offer after the seller's patience at the lowest price every parameter set of the
-  documented supplier model that reproduces the counters accepts
-  (posterior.closing_offer); when none reproduces them, award.
+  raise). At offer T, where the time part sits at the floor and a refused offer is still
+  countered, make the offer with the lowest expected price over the parameter sets of the
+  documented supplier model that reproduce the counters (posterior.patience_offer: close
+  at once, or raise so that tit-for-tat's answer leaves a cheap final offer); with no
+  such set, jump to the lowest floor any persona can have at that cost, or JUMP_SHARE of
+  the counter when that is higher. Then award the counter, or make one final offer after
+  the seller's patience at the lowest price every consistent set accepts
+  (posterior.closing_offer); when none reproduces the counters, award.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ PROBE_OFFER = 3
 PROBE_RAISE = 0.05
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before a thread's posterior is computed
+GRID = 24  # offers at the seller's patience weighed, from a creep to just under its counter
 
 
 def ceil_cents(x: float) -> float:
@@ -104,7 +107,7 @@ class ExpertPolicy(Policy):
         super().__init__(seed, **params)
         self.evidence = Evidence()
         self.planner = Planner(self._judge())
-        self._finals: dict[tuple, float | None] = {}
+        self._finals: dict[tuple, float | None] = {}  # posterior offers
 
     def _judge(self):
         return PublicJudge(self.evidence)
@@ -141,7 +144,7 @@ class ExpertPolicy(Policy):
             rate = PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
             return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, rate)))
         if th.offers == T - 1:
-            return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, th)))
+            return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, s, r, th)))
         final = self._final_offer(obs, s, r, th)
         if th.counter_price > cap:
             # Past its patience the seller still asks more than the buyer can pay: the
@@ -151,33 +154,54 @@ class ExpertPolicy(Policy):
             return acting.award(s.id, r.id, qty)
         return acting.negotiate(s.id, r.id, final)
 
-    def last_offer(self, obs: Observation, th) -> float:
-        """The offer at the seller's patience: a jump to the lowest floor any seller can
-        have at this cost, or JUMP_SHARE of its counter when that is higher, so that its
-        tit-for-tat answers the whole raise at once while its time-dependent ask sits at its
-        floor; the counter it draws is then awarded."""
+    def last_offer(self, obs: Observation, s, r, th) -> float:
+        """The offer at the seller's patience (offer T), where its time-dependent ask sits at
+        its floor and a refused offer is still countered. With a posterior, the offer with
+        the lowest expected price over its consistent sets (posterior.patience_offer): closing
+        at once, or a raise whose tit-for-tat answer the final offer builds on. Without one,
+        a jump to the lowest floor any seller can have at this cost, or JUMP_SHARE of its
+        counter when that is higher, so that tit-for-tat answers the whole raise at once."""
+        top = round(th.counter_price - 0.01, 2)
         jump = max(self.next_offer(th), ceil_cents(JUMP_SHARE * th.counter_price))
         if obs.seller_cost is not None:
             jump = max(jump, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
-        return min(jump, round(th.counter_price - 0.01, 2))
+        jump = min(jump, top)
+
+        def plan(h, anchor, least):
+            from .posterior import patience_offer
+
+            lo = self.next_offer(th)
+            grid = [ceil_cents(lo * (top / lo) ** (i / (GRID - 1))) for i in range(GRID)]
+            return patience_offer(h, anchor, obs.max_rounds or 1, least, [jump, *grid])
+
+        planned = self._from_posterior(obs, s, r, th, plan)
+        return jump if planned is None else planned
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
         """The offer after the seller's patience from the model's consistent parameter
-        sets (None: none reproduces the thread); computed once per thread and offer count."""
+        sets (None: none reproduces the thread)."""
+
+        def close(h, anchor, least):
+            from .posterior import closing_offer
+
+            return closing_offer(h, anchor, obs.max_rounds or 1, least)
+
+        return self._from_posterior(obs, s, r, th, close)
+
+    def _from_posterior(self, obs: Observation, s, r, th, use) -> float | None:
+        """``use(history, anchor, lowest floor)`` once the thread has MIN_FIT_COUNTERS regular
+        counters (else None), computed once per thread and offer count. The posterior is
+        imported there: numpy's import starts OpenBLAS threads that spin for a while (~0.15 s
+        CPU), which arena-only processes need not pay."""
         key = (obs.episode_key, s.id, r.id, th.offers)
         if key not in self._finals:
             h = history(th)
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
-            final = None
+            value = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                # Imported here: numpy's import starts OpenBLAS threads that spin for a
-                # while (~0.15 s CPU), which arena-only processes need not pay.
-                from .posterior import closing_offer
-
                 # A seller's floor is never under its band above the reservation >= its cost.
-                least = (obs.seller_cost or 0.0) * (1.0 + BAND)
-                final = closing_offer(h, anchor, obs.max_rounds or 1, least)
-            self._finals[key] = final
+                value = use(h, anchor, (obs.seller_cost or 0.0) * (1.0 + BAND))
+            self._finals[key] = value
         return self._finals[key]
 
     def opening(self, obs: Observation, s, r) -> float:

@@ -23,12 +23,18 @@ CLOSE_MARGIN, which covers the truth lying between lattice points (the misses se
 without it, in 15 hardball seeds, were under 0.05 % of the price);
 tests/negotiation/test_expert.py checks it against what the true seller accepts on 240
 threads, a third with the personas' tactics.
+
+The patience offer (offer T, one before the closing offer) is chosen from T-1 counters
+among candidates by its mean price over the consistent sets: each set either meets it or
+answers with a counter, after which the buyer makes the closing offer of the sets that
+predict that counter. A refused patience offer is countered, never walked from, so this
+choice needs no safety margin and a coarser search (PLAN_KEEP, SAMPLE) serves it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -48,6 +54,11 @@ DEEPEST = 7  # and more, up to this many, while none is consistent (costly items
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
 CLOSE_MARGIN = 0.003  # over the highest predicted line: the truth lies between lattice points
+# The patience offer only weighs offers (one the seller refuses is countered, not walked
+# from), so a coarser search and fewer sets serve it: 3000 and 4000 chose alike on 60
+# seeds x 4 cells at twice the cost.
+PLAN_KEEP = 1000  # KEEP for the patience offer's search
+SAMPLE = 1000  # consistent sets it is weighed over, evenly spread
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,9 @@ class Consistent:
 
     def __len__(self) -> int:
         return len(self.window)
+
+    def take(self, idx: np.ndarray) -> Consistent:
+        return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
 def _tft(offers: np.ndarray, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
@@ -110,9 +124,12 @@ def _residuals(h: History, anchor: float, patience: int, least: float, d: int, r
     return floor, w, np.where(ok, err, np.inf)
 
 
-def consistent_fits(h: History, anchor: float, patience: int, least: float) -> Consistent:
+def consistent_fits(
+    h: History, anchor: float, patience: int, least: float, keep: int = KEEP
+) -> Consistent:
     """Every lattice point of the model that reproduces the counters within COUNTER_TOL.
-    ``least``: the lowest floor possible (the seller's cost plus the guard's band)."""
+    ``least``: the lowest floor possible (the seller's cost plus the guard's band); ``keep``:
+    candidate cells carried into each refinement."""
     fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
     r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
     sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
@@ -140,8 +157,8 @@ def consistent_fits(h: History, anchor: float, patience: int, least: float) -> C
             if not near.any():
                 break
             i, j, err = i[near], j[near], err[near]
-            if len(i) > KEEP:
-                best = np.argsort(err, kind="stable")[:KEEP]
+            if len(i) > keep:
+                best = np.argsort(err, kind="stable")[:keep]
                 i, j = i[best], j[best]
             step //= 4
             offs = np.arange(-2, 3) * step
@@ -159,26 +176,39 @@ def consistent_fits(h: History, anchor: float, patience: int, least: float) -> C
     )
 
 
-def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray:
-    """Per consistent set, the lowest next offer the seller accepts once its time tactic
-    sits at the floor (offer T or later), by bisection; nan where it accepts none <= cap."""
-    n = len(h.counters)
-    dd = np.minimum(fits.window, n).astype(int)
-    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
-    base_offer, base_ask = offers[n - dd], counters[n - dd]
-    top = (1.0 + TFT_STEP_CAP) ** dd
-    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+def _ask_at_floor(fits: Consistent, offer, d, base_offer, base_ask, prev) -> np.ndarray:
+    """Per consistent set, its ask for ``offer`` once its time tactic sits at the floor
+    (offer T or later), given its tit-for-tat base (the offer and ask d answers back: its
+    window, or all there are) and its last ask ``prev``."""
+    ratio = np.minimum(offer / base_offer, (1.0 + TFT_STEP_CAP) ** d)
+    tft = base_ask / np.maximum(1.0, ratio) ** fits.reciprocity
+    w, floor = fits.weight, fits.floor
+    return np.minimum(prev, np.maximum(floor, w * floor + (1.0 - w) * tft))
 
-    def ask(x: np.ndarray) -> np.ndarray:
-        tft = base_ask / np.maximum(1.0, np.minimum(x / base_offer, top)) ** rec
-        return np.minimum(counters[-1], np.maximum(floor, w * floor + (1.0 - w) * tft))
 
-    lo, hi = floor.copy(), np.full(len(floor), cap)
+def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
+    """Per consistent set, the lowest offer its seller accepts once the time tactic sits at
+    the floor (see _ask_at_floor), by bisection; nan where it accepts none <= cap."""
+    lo, hi = fits.floor.copy(), np.full(len(fits), cap)
     for _ in range(32):  # offer - ask(offer) rises with the offer
         mid = (lo + hi) / 2
-        yes = mid >= ask(mid)
+        yes = mid >= _ask_at_floor(fits, mid, d, base_offer, base_ask, prev)
         hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-    return np.where(ask(np.full(len(floor), cap)) <= cap, hi, np.nan)
+    took = _ask_at_floor(fits, np.full(len(fits), cap), d, base_offer, base_ask, prev) <= cap
+    return np.where(took, hi, np.nan)
+
+
+def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray:
+    """Per consistent set, the lowest next offer the seller accepts once its time tactic
+    sits at the floor (offer T or later); nan where it accepts none <= cap."""
+    n = len(h.counters)
+    d = np.minimum(fits.window, n).astype(int)
+    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    return _lines(fits, d, offers[n - d], counters[n - d], counters[-1], cap)
+
+
+def _ceil_cents(x):
+    return np.ceil(np.asarray(x) * 100.0 - 1e-9) / 100.0
 
 
 def closing_offer(h: History, anchor: float, patience: int, least: float) -> float | None:
@@ -192,5 +222,54 @@ def closing_offer(h: History, anchor: float, patience: int, least: float) -> flo
     lines = lowest_accepted_next(h, fits, last)
     if np.isnan(lines).any():
         return None
-    offer = math.ceil(float(lines.max()) * (1.0 + CLOSE_MARGIN) * 100.0 - 1e-9) / 100.0
+    offer = float(_ceil_cents(lines.max() * (1.0 + CLOSE_MARGIN)))
     return offer if offer < last else None
+
+
+def patience_offer(
+    h: History, anchor: float, patience: int, least: float, candidates: list[float]
+) -> float | None:
+    """The offer at the seller's patience (offer T) among ``candidates`` with the lowest
+    mean price over the consistent sets: a set whose ask it meets accepts it; for the others
+    the buyer sees its counter and then makes closing_offer's final offer among the sets
+    that predict that counter, or awards the counter. None: no set is consistent."""
+    fits = consistent_fits(h, anchor, patience, least, PLAN_KEEP)
+    if not len(fits):
+        return None
+    now = lowest_accepted_next(h, fits, h.counters[-1])
+    if not np.isnan(now).any():  # closing at once: every set accepts it
+        candidates = [*candidates, float(_ceil_cents(now.max() * (1.0 + CLOSE_MARGIN)))]
+    if len(fits) > SAMPLE:
+        fits = fits.take(np.linspace(0, len(fits) - 1, SAMPLE).astype(int))
+    n = len(h.counters)
+    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    last = counters[-1]
+    d = np.minimum(fits.window, n).astype(int)
+    # after offer T there are n + 1 answers: the base is offer T itself for window 1
+    d1 = np.minimum(fits.window, n + 1).astype(int)
+    from_t = d1 == 1
+    back1 = np.where(from_t, 0, n + 1 - d1)
+    best, best_price = None, math.inf
+    for o in candidates:
+        ask = _ask_at_floor(fits, o, d, offers[n - d], counters[n - d], last)
+        took = o >= ask
+        c = np.round(ask, 2)
+        b_off = np.where(from_t, o, offers[back1])
+        b_ask = np.where(from_t, c, counters[back1])
+        lines = _lines(fits, d1, b_off, b_ask, c, float(last))
+        # the final offer sees only the counter: the highest line of the sets predicting it
+        key = np.rint(c * 100.0).astype(np.int64)
+        keys, inv = np.unique(key, return_inverse=True)
+        top_line = np.full(len(keys), -np.inf)
+        np.maximum.at(top_line, inv, np.where(took, -np.inf, lines))
+        near = top_line.copy()  # a counter within a cent fits the neighbours' sets too
+        for shift in (-1, 1):
+            j = np.searchsorted(keys, keys + shift)
+            hit = (j < len(keys)) & (keys[np.minimum(j, len(keys) - 1)] == keys + shift)
+            near = np.where(hit, np.maximum(near, top_line[np.minimum(j, len(keys) - 1)]), near)
+        final = _ceil_cents(near[inv] * (1.0 + CLOSE_MARGIN))
+        after = np.where(np.isnan(final) | (final >= c), c, final)
+        price = float(np.where(took, o, after).mean())
+        if price < best_price - 1e-12:
+            best, best_price = o, price
+    return best
