@@ -107,7 +107,7 @@ class ExpertPolicy(Policy):
         super().__init__(seed, **params)
         self.evidence = Evidence()
         self.planner = Planner(self._judge())
-        self._finals: dict[tuple, float | None] = {}  # posterior offers
+        self._posterior_offers: dict[tuple, float | None] = {}
 
     def _judge(self):
         return PublicJudge(self.evidence)
@@ -174,7 +174,7 @@ class ExpertPolicy(Policy):
             grid = [ceil_cents(lo * (top / lo) ** (i / (GRID - 1))) for i in range(GRID)]
             return patience_offer(h, anchor, obs.max_rounds or 1, least, [jump, *grid])
 
-        planned = self._from_posterior(obs, s, r, th, plan)
+        planned = self._from_posterior("patience", obs, s, r, th, plan)
         return jump if planned is None else planned
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
@@ -186,23 +186,23 @@ class ExpertPolicy(Policy):
 
             return closing_offer(h, anchor, obs.max_rounds or 1, least)
 
-        return self._from_posterior(obs, s, r, th, close)
+        return self._from_posterior("closing", obs, s, r, th, close)
 
-    def _from_posterior(self, obs: Observation, s, r, th, use) -> float | None:
+    def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> float | None:
         """``use(history, anchor, lowest floor)`` once the thread has MIN_FIT_COUNTERS regular
-        counters (else None), computed once per thread and offer count. The posterior is
+        counters (else None), computed once per kind, thread and offer count. The posterior is
         imported there: numpy's import starts OpenBLAS threads that spin for a while (~0.15 s
         CPU), which arena-only processes need not pay."""
-        key = (obs.episode_key, s.id, r.id, th.offers)
-        if key not in self._finals:
+        key = (kind, obs.episode_key, s.id, r.id, th.offers)
+        if key not in self._posterior_offers:
             h = history(th)
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             value = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
                 # A seller's floor is never under its band above the reservation >= its cost.
                 value = use(h, anchor, (obs.seller_cost or 0.0) * (1.0 + BAND))
-            self._finals[key] = value
-        return self._finals[key]
+            self._posterior_offers[key] = value
+        return self._posterior_offers[key]
 
     def opening(self, obs: Observation, s, r) -> float:
         """The lowest offer that insults no persona: by the seller's public cost (bilateral),
@@ -235,7 +235,7 @@ class ExpertPolicy(Policy):
             return act
         if self.evidence.update(obs):
             self.planner.reset()
-            self._finals = {}
+            self._posterior_offers = {}
         plans = self.planner.plans(obs, reqs)
         if not plans:
             return acting.escalate_or_defer(obs, reqs)
