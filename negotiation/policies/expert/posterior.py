@@ -52,6 +52,7 @@ REFINEMENTS = 3  # each refinement divides the lattice step by 4; at least this 
 DEEPEST = 7  # and more, up to this many, while none is consistent (costly items: a cent
 # is a tiny share of their price, so the lattice must be finer to land within one)
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
+CHUNK = 4096  # (reciprocity, beta) pairs whose residuals are computed at once
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
 # The closing offer's margin over the highest predicted line. Without one, on the 1,647
 # final offers of 3,200 episodes (4 personas x 400 seeds, with and without tactics
@@ -97,10 +98,11 @@ def _tft(offers: np.ndarray, counters: np.ndarray, anchor: float, d: int, rec: n
     return out
 
 
-def _solve(f, g, y, weights):
-    """Weighted least squares of y = u f + w g per row: (u, w)."""
-    sff, sgg, sfg = (weights * f * f).sum(-1), (weights * g * g).sum(-1), (weights * f * g).sum(-1)
-    sfy, sgy = (weights * f * y).sum(-1), (weights * g * y).sum(-1)
+def _solve(f, g, y, weights=None):
+    """Weighted least squares of y = u f + w g per row: (u, w); no weights: all ones."""
+    wf, wg = (f, g) if weights is None else (weights * f, weights * g)
+    sff, sgg, sfg = (wf * f).sum(-1), (wg * g).sum(-1), (wf * g).sum(-1)
+    sfy, sgy = (wf * y).sum(-1), (wg * y).sum(-1)
     det = sff * sgg - sfg * sfg
     with np.errstate(divide="ignore", invalid="ignore"):
         return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
@@ -108,22 +110,41 @@ def _solve(f, g, y, weights):
 
 def _residuals(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
-    floor or weight is impossible."""
+    floor or weight is impossible. Computed CHUNK pairs at a time: every row is independent,
+    and small temporaries stay in cache instead of faulting in fresh pages."""
+    if len(rec) <= CHUNK:
+        return _residuals_of(h, anchor, patience, least, d, rec, beta)
+    parts = [
+        _residuals_of(h, anchor, patience, least, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
+        for i in range(0, len(rec), CHUNK)
+    ]
+    return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
+
+
+def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
     offers, counters = np.asarray(h.offers), np.asarray(h.counters)
     k = np.arange(1, len(counters) + 1)
     tft = _tft(offers, counters, anchor, d, rec)
     f = (np.minimum(k, patience)[None, :] / patience) ** (1.0 / beta[:, None])
-    g, y = anchor * (1.0 - f) - tft, counters[None, :] - tft
+    time_part = anchor * (1.0 - f)  # the anchor's share of the time tactic
+    g, y = time_part - tft, counters[None, :] - tft
     prev = np.concatenate([[anchor], counters[:-1]])[None, :]
-    weights = np.ones_like(f)
-    for refit in (True, False):
-        u, w = _solve(f, g, y, weights)
+
+    def fit(u, w):
         with np.errstate(divide="ignore", invalid="ignore"):
             floor = u / w
-            mix = w[:, None] * (floor[:, None] * f + anchor * (1.0 - f)) + (1.0 - w[:, None]) * tft
-        if refit:  # once more without the rounds a clamp decided, when enough are left
-            free = (mix >= floor[:, None]) & (mix <= prev)
-            weights = np.where(free.sum(-1, keepdims=True) >= 3, free, True).astype(float)
+            return floor, w[:, None] * (floor[:, None] * f + time_part) + (1.0 - w[:, None]) * tft
+
+    u, w = _solve(f, g, y)
+    floor, mix = fit(u, w)
+    # Once more without the rounds a clamp decided, where that leaves at least three (the
+    # other rows keep their fit: their weights would all be ones again).
+    free = (mix >= floor[:, None]) & (mix <= prev)
+    n_free = free.sum(-1)
+    redo = (n_free >= 3) & (n_free < free.shape[1])
+    if redo.any():
+        u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
+        floor, mix = fit(u, w)
     with np.errstate(invalid="ignore"):
         err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
         ok = np.isfinite(err) & (w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < anchor)
@@ -193,14 +214,17 @@ def _ask_at_floor(fits: Consistent, offer, d, base_offer, base_ask, prev) -> np.
 
 
 def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
-    """Per consistent set, the lowest offer its seller accepts once the time tactic sits at
-    the floor (see _ask_at_floor), by bisection; nan where it accepts none <= cap."""
-    lo, hi = fits.floor.copy(), np.full(len(fits), cap)
+    """Per consistent set (the last axis; the others broadcast from the bases), the lowest
+    offer its seller accepts once the time tactic sits at the floor (see _ask_at_floor), by
+    bisection; nan where it accepts none <= cap."""
+    shape = np.broadcast_shapes(np.shape(base_offer), np.shape(base_ask), np.shape(prev))
+    shape = np.broadcast_shapes(shape, (len(fits),))
+    lo, hi = np.broadcast_to(fits.floor, shape).copy(), np.full(shape, cap)
     for _ in range(32):  # offer - ask(offer) rises with the offer
         mid = (lo + hi) / 2
         yes = mid >= _ask_at_floor(fits, mid, d, base_offer, base_ask, prev)
         hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-    took = _ask_at_floor(fits, np.full(len(fits), cap), d, base_offer, base_ask, prev) <= cap
+    took = _ask_at_floor(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
     return np.where(took, hi, np.nan)
 
 
@@ -260,27 +284,32 @@ def patience_offer(
     d1 = np.minimum(fits.window, n + 1).astype(int)
     from_t = d1 == 1
     back1 = np.where(from_t, 0, n + 1 - d1)
+    # Every candidate at once: one row each, one column per consistent set.
+    o = np.asarray(candidates, dtype=float)[:, None]
+    ask = _ask_at_floor(fits, o, d, offers[n - d], counters[n - d], last)
+    took = o >= ask
+    c = np.round(ask, 2)
+    b_off = np.where(from_t, o, offers[back1])
+    b_ask = np.where(from_t, c, counters[back1])
+    lines = _lines(fits, d1, b_off, b_ask, c, float(last))
+    # The final offer sees only the counter: the highest line of the sets predicting it.
+    # Counters in cents, each row shifted clear of the others so that no group or
+    # neighbour spans two candidates.
+    key = np.rint(c * 100.0).astype(np.int64) + 1
+    key += np.arange(len(o))[:, None] * (key.max() + 2)
+    keys, inv = np.unique(key.ravel(), return_inverse=True)
+    top_line = np.full(len(keys), -np.inf)
+    np.maximum.at(top_line, inv, np.where(took, -np.inf, lines).ravel())
+    near = top_line.copy()  # a counter within a cent fits the neighbours' sets too
+    for shift in (-1, 1):
+        j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
+        near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
+    final = with_margin(near[inv]).reshape(c.shape)
+    after = np.where(np.isnan(final) | (final >= c), c, final)
+    prices = np.where(took, o, after)
     best, best_price = None, math.inf
-    for o in candidates:
-        ask = _ask_at_floor(fits, o, d, offers[n - d], counters[n - d], last)
-        took = o >= ask
-        c = np.round(ask, 2)
-        b_off = np.where(from_t, o, offers[back1])
-        b_ask = np.where(from_t, c, counters[back1])
-        lines = _lines(fits, d1, b_off, b_ask, c, float(last))
-        # the final offer sees only the counter: the highest line of the sets predicting it
-        key = np.rint(c * 100.0).astype(np.int64)
-        keys, inv = np.unique(key, return_inverse=True)
-        top_line = np.full(len(keys), -np.inf)
-        np.maximum.at(top_line, inv, np.where(took, -np.inf, lines))
-        near = top_line.copy()  # a counter within a cent fits the neighbours' sets too
-        for shift in (-1, 1):
-            j = np.searchsorted(keys, keys + shift)
-            hit = (j < len(keys)) & (keys[np.minimum(j, len(keys) - 1)] == keys + shift)
-            near = np.where(hit, np.maximum(near, top_line[np.minimum(j, len(keys) - 1)]), near)
-        final = with_margin(near[inv])
-        after = np.where(np.isnan(final) | (final >= c), c, final)
-        price = float(np.where(took, o, after).mean())
+    for offer, row in zip(candidates, prices, strict=True):
+        price = float(row.mean())
         if price < best_price - 1e-12:
-            best, best_price = o, price
+            best, best_price = offer, price
     return best
