@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from negotiation.concession import floor_now, next_ask, pressure, record
@@ -160,3 +161,45 @@ def test_the_bilateral_schedule_probes_once_early():
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)
     others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : env.cfg.bilateral_max_rounds - 2]
     assert all(0.005 <= r < 0.01 for r in others), raises
+
+
+def test_residuals_in_chunks_equal_one_pass(monkeypatch):
+    """Chunking is only for the cache: the residuals, floors and weights are the same
+    numbers as one pass over every (reciprocity, beta) pair."""
+    th, sh = _seller(0.6, 0.5, 0.9, 2)
+    h = _haggle(th, sh, OFFERS)
+    rng = np.random.default_rng(0)
+    rec, beta = np.exp(rng.uniform(-2.3, 0.9, 5000)), np.exp(rng.uniform(-2.5, 2.1, 5000))
+    args = (h, 90.0, 8, 50.0, 2, rec, beta)
+    monkeypatch.setattr(posterior, "CHUNK", 10**6)
+    whole = posterior._residuals(*args)
+    monkeypatch.setattr(posterior, "CHUNK", 333)
+    for a, b in zip(whole, posterior._residuals(*args), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_lines_for_many_candidates_equal_one_at_a_time():
+    """The patience offer weighs every candidate in one broadcast: each row is the line
+    the same candidate's bases give on their own."""
+    th, sh = _seller(0.3, 0.6, 0.8, 2)
+    h = _haggle(th, sh, OFFERS[:-1])
+    fits = consistent_fits(h, 90.0, 8, 50.0)
+    assert len(fits) > 1
+    d = np.minimum(fits.window, len(h.counters))
+    bases = np.array([[45.0], [50.0], [55.0]])
+    asks = 60.0 + 0.001 * np.arange(len(fits))  # a different last ask per set
+    together = posterior._lines(fits, d, bases, asks, asks, 70.0)
+    for row, base in zip(together, bases[:, 0], strict=True):
+        np.testing.assert_array_equal(row, posterior._lines(fits, d, base, asks, asks, 70.0))
+
+
+def test_each_candidate_is_priced_on_its_own():
+    """Weighing candidates together never mixes their counters: the offer chosen among all
+    of them is also chosen against each other candidate alone."""
+    th, sh = _seller(0.6, 0.5, 0.9, 1)
+    h = _haggle(th, sh, OFFERS[:-1])
+    candidates = [45.7, 48.0, 50.0, 52.0, 55.0, 57.0, 60.0]
+    best = patience_offer(h, 90.0, 8, 50.0, candidates)
+    assert best in candidates
+    for other in candidates:
+        assert patience_offer(h, 90.0, 8, 50.0, [best, other]) == best, other
