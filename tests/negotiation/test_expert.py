@@ -8,7 +8,7 @@ import random
 import pytest
 
 from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
-from negotiation.guard import BAND
+from negotiation.guard import BAND, ProposedDecision
 from negotiation.policies.expert.beliefs import (
     LOWEST_FLOOR_COST,
     SAFE_OPEN_COST,
@@ -19,7 +19,7 @@ from negotiation.policies.expert.beliefs import (
 from negotiation.policies.expert.policy import CREEP
 from negotiation.policies.lookahead import lowest_accepted
 from negotiation.records import ThreadRecord
-from negotiation.suppliers import PERSONA_PARAMS
+from negotiation.suppliers import PERSONA_PARAMS, SupplierPolicy
 from tests.negotiation.bilateral import play_expert, redraw_tactics
 
 
@@ -135,3 +135,39 @@ def test_the_expert_outscores_every_script_in_bilateral_play(persona):
     expert = mean_score("expert")
     for script in scripts:
         assert expert > mean_score(script), script
+
+
+class _MirrorSeller(SupplierPolicy):
+    """A seller outside the documented model: it concedes exactly what the buyer raised
+    (absolute tit-for-tat, no clock) and accepts an offer at or above its next ask."""
+
+    name = "mirror"
+
+    def respond(self, ctx):
+        th = ctx.thread
+        prev = th.last_counter if th.last_counter is not None else th.anchor
+        ask = prev - (ctx.offer - th.offers[-1]) if th.offers else prev
+        th.offers.append(ctx.offer)
+        if ctx.offer >= ask:
+            return ProposedDecision("accept", ctx.offer, "Deal.")
+        if ctx.round > th.patience:
+            return ProposedDecision("walk_away", None, "No.")
+        return ProposedDecision("counter", round(ask, 2), "We can do {price}.")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_seller_the_model_cannot_explain_is_met_halfway(seed):
+    """With no consistent parameter set, the offer at the seller's patience splits the
+    difference with the counter: against a seller that mirrors concessions no single offer
+    pays less (one above the midpoint is accepted as it stands, one under it leaves a
+    higher counter to award)."""
+    env = ProcurementEnv(load_scenario("bilateral_cooperative"))
+    env.supplier_policies["cooperative"] = _MirrorSeller()
+    obs = env.reset(seed=seed)
+    pol = get_policy("expert", seed=seed)
+    while not env.done:
+        obs = env.step(pol.act(obs)).observation
+    rounds = obs.thread("S01", "R01").rounds
+    last, counter = rounds[-2].buyer_offer, rounds[-2].supplier_price
+    assert rounds[-1].response == "accept"
+    assert rounds[-1].buyer_offer == math.ceil((last + counter) / 2 * 100 - 1e-9) / 100

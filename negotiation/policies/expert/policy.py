@@ -20,8 +20,9 @@ only cache pure functions of the observation).
   countered, make the offer with the lowest expected price over the parameter sets of the
   documented supplier model that reproduce the counters (posterior.patience_offer: close
   at once, or raise so that tit-for-tat's answer leaves a cheap final offer); with no
-  such set, jump to the lowest floor any persona can have at that cost, or JUMP_SHARE of
-  the counter when that is higher. Then award the counter, or make one final offer after
+  such set (a seller the model does not explain), split the difference with the counter,
+  never under the lowest floor any persona can have at that cost. Then award the counter,
+  or make one final offer after
   the seller's patience at the lowest price every consistent set accepts
   (posterior.closing_offer); when none reproduces the counters, award.
 """
@@ -52,11 +53,6 @@ from .beliefs import (
 from .planning import Plan, Planner
 
 CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before the jump
-# The jump at the seller's patience goes at least this far up to its counter: a larger
-# raise buys more tit-for-tat, one at or above its ask is accepted at the offer. Tuned on
-# the rule personas (seeds 0-99: 0.70-0.85 tried); bench/quality.py's mixed family is
-# held out from it.
-JUMP_SHARE = 0.78
 # Bilateral: one early raise of PROBE_RAISE (a move of a size tit-for-tat mirrors well
 # above the cents the counters are rounded to) at offer PROBE_OFFER, which separates the
 # seller's reciprocity from its time weight in the posterior. Tuned on the rule personas
@@ -158,11 +154,15 @@ class ExpertPolicy(Policy):
         """The offer at the seller's patience (offer T), where its time-dependent ask sits at
         its floor and a refused offer is still countered. With a posterior, the offer with
         the lowest expected price over its consistent sets (posterior.patience_offer): closing
-        at once, or a raise whose tit-for-tat answer the final offer builds on. Without one,
-        a jump to the lowest floor any seller can have at this cost, or JUMP_SHARE of its
-        counter when that is higher, so that tit-for-tat answers the whole raise at once."""
+        at once, or a raise whose tit-for-tat answer the final offer builds on. Without one
+        (the seller is not the documented model), the midpoint of its last offer and the
+        counter, never under the lowest floor any seller can have at this cost: against a
+        seller that mirrors concessions no single offer pays less, and against one that
+        concedes on the clock alone no higher offer does (an offer is accepted only at or
+        above its next ask, which is otherwise the counter the buyer then awards)."""
         top = round(th.counter_price - 0.01, 2)
-        jump = max(self.next_offer(th), ceil_cents(JUMP_SHARE * th.counter_price))
+        last = th.rounds[-1].buyer_offer or 0.0
+        jump = max(self.next_offer(th), ceil_cents((last + th.counter_price) / 2.0))
         if obs.seller_cost is not None:
             jump = max(jump, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
         jump = min(jump, top)
