@@ -74,8 +74,9 @@ def test_bilateral_observations_state_the_sellers_cost_and_the_arena_none():
 
 
 def _creep_then_jump(env: ProcurementEnv, obs) -> ThreadRecord:
-    """The expert's bilateral schedule without the jump's share of the counter (so more
-    threads end with room for a final offer): T offers, then the thread as it stands."""
+    """A bilateral schedule like the expert's, with offer T at the lowest floor any persona
+    can have (so more threads end with room for a final offer): T offers, then the thread
+    as it stands."""
     cost, T = obs.seller_cost, obs.max_rounds
     offer = math.ceil(SAFE_OPEN_COST * cost * 100) / 100
     for n in range(1, T + 1):

@@ -100,8 +100,8 @@ def test_the_time_tactic_sits_at_the_floor_from_offer_t(beta, w, rec, d):
 
 def test_the_patience_offer_lowers_what_the_expert_pays(monkeypatch):
     """Against real sellers, rule and with tactics off the personas' ranges, choosing offer
-    T over the consistent sets keeps more of the surplus than the fixed jump it replaces,
-    and every deal."""
+    T over the consistent sets keeps more of the surplus than the offer it falls back to
+    without them (splitting the difference with the counter), and every deal."""
 
     def shares() -> list[float]:
         out = []
@@ -115,9 +115,9 @@ def test_the_patience_offer_lowers_what_the_expert_pays(monkeypatch):
 
     planned = shares()
     monkeypatch.setattr(posterior, "patience_offer", lambda *a, **k: None)
-    jumped = shares()
-    assert sum(planned) > sum(jumped) * 1.01
-    assert sum(p >= j - 1e-9 for p, j in zip(planned, jumped, strict=True)) >= 16
+    blind = shares()
+    assert sum(planned) > sum(blind) * 1.01
+    assert sum(p >= b - 1e-9 for p, b in zip(planned, blind, strict=True)) >= 16
 
 
 def test_counters_the_model_cannot_produce_give_no_prediction():

@@ -22,9 +22,9 @@ only cache pure functions of the observation).
   at once, or raise so that tit-for-tat's answer leaves a cheap final offer); with no
   such set (a seller the model does not explain), split the difference with the counter,
   never under the lowest floor any persona can have at that cost. Then award the counter,
-  or make one final offer after
-  the seller's patience at the lowest price every consistent set accepts
-  (posterior.closing_offer); when none reproduces the counters, award.
+  or make one final offer after the seller's patience at the lowest price every
+  consistent set accepts (posterior.closing_offer); when none reproduces the counters,
+  award.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from .beliefs import (
 )
 from .planning import Plan, Planner
 
-CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before the jump
+CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before offer T
 # Bilateral: one early raise of PROBE_RAISE (a move of a size tit-for-tat mirrors well
 # above the cents the counters are rounded to) at offer PROBE_OFFER, which separates the
 # seller's reciprocity from its time weight in the posterior. Tuned on the rule personas
@@ -162,20 +162,20 @@ class ExpertPolicy(Policy):
         above its next ask, which is otherwise the counter the buyer then awards)."""
         top = round(th.counter_price - 0.01, 2)
         last = th.rounds[-1].buyer_offer or 0.0
-        jump = max(self.next_offer(th), ceil_cents((last + th.counter_price) / 2.0))
+        halfway = max(self.next_offer(th), ceil_cents((last + th.counter_price) / 2.0))
         if obs.seller_cost is not None:
-            jump = max(jump, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
-        jump = min(jump, top)
+            halfway = max(halfway, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
+        halfway = min(halfway, top)
 
         def plan(h, anchor, least):
             from .posterior import patience_offer
 
             lo = self.next_offer(th)
             grid = [ceil_cents(lo * (top / lo) ** (i / (GRID - 1))) for i in range(GRID)]
-            return patience_offer(h, anchor, obs.max_rounds or 1, least, [jump, *grid])
+            return patience_offer(h, anchor, obs.max_rounds or 1, least, [halfway, *grid])
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
-        return jump if planned is None else planned
+        return halfway if planned is None else planned
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
         """The offer after the seller's patience from the model's consistent parameter
