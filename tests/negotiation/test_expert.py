@@ -16,7 +16,7 @@ from negotiation.policies.expert.beliefs import (
     SAFE_OPEN_REF,
     SAFE_ROUNDS,
 )
-from negotiation.policies.expert.policy import CREEP
+from negotiation.policies.expert.policy import CREEP, ceil_cents
 from negotiation.policies.lookahead import lowest_accepted
 from negotiation.records import ThreadRecord
 from negotiation.suppliers import PERSONA_PARAMS, SupplierPolicy
@@ -156,7 +156,9 @@ class _MirrorSeller(SupplierPolicy):
         return ProposedDecision("counter", round(ask, 2), "We can do {price}.")
 
 
-@pytest.mark.parametrize("seed", range(4))
+# Seeds with costlier items: on cheap ones a relative tit-for-tat reproduces the mirror's
+# counters to the cent, and the posterior, not the blind offer, chooses.
+@pytest.mark.parametrize("seed", [1, 3, 4, 8])
 def test_a_seller_the_model_cannot_explain_is_met_halfway(seed):
     """With no consistent parameter set, the offer at the seller's patience splits the
     difference with the counter: against a seller that mirrors concessions no single offer
@@ -168,7 +170,9 @@ def test_a_seller_the_model_cannot_explain_is_met_halfway(seed):
     pol = get_policy("expert", seed=seed)
     while not env.done:
         obs = env.step(pol.act(obs)).observation
+    # The premise: the posterior explained none of the mirror's counters.
+    assert pol._posterior_offers and not any(pol._posterior_offers.values())
     rounds = obs.thread("S01", "R01").rounds
     last, counter = rounds[-2].buyer_offer, rounds[-2].supplier_price
     assert rounds[-1].response == "accept"
-    assert rounds[-1].buyer_offer == math.ceil((last + counter) / 2 * 100 - 1e-9) / 100
+    assert rounds[-1].buyer_offer == ceil_cents((last + counter) / 2)

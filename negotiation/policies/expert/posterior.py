@@ -217,8 +217,9 @@ def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.nd
     """Per consistent set (the last axis; the others broadcast from the bases), the lowest
     offer its seller accepts once the time tactic sits at the floor (see _ask_at_floor), by
     bisection; nan where it accepts none <= cap."""
-    shape = np.broadcast_shapes(np.shape(base_offer), np.shape(base_ask), np.shape(prev))
-    shape = np.broadcast_shapes(shape, (len(fits),))
+    shape = np.broadcast_shapes(
+        np.shape(base_offer), np.shape(base_ask), np.shape(prev), (len(fits),)
+    )
     lo, hi = np.broadcast_to(fits.floor, shape).copy(), np.full(shape, cap)
     for _ in range(32):  # offer - ask(offer) rises with the offer
         mid = (lo + hi) / 2
