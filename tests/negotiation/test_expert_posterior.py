@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -12,13 +13,15 @@ from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
 from negotiation.policies.expert import posterior
 from negotiation.policies.expert.beliefs import History, history
-from negotiation.policies.expert.policy import PROBE_OFFER, PROBE_RAISE
+from negotiation.policies.expert.policy import PRE_RATES, PROBE_OFFER, PROBE_RAISE
 from negotiation.policies.expert.posterior import (
     COUNTER_TOL,
+    PRE_RAISES,
     closing_offer,
     consistent_fits,
     lowest_accepted_next,
     patience_offer,
+    prepatience_offer,
 )
 from negotiation.policies.lookahead import lowest_accepted
 from tests.negotiation.bilateral import play_expert
@@ -98,24 +101,28 @@ def test_the_time_tactic_sits_at_the_floor_from_offer_t(beta, w, rec, d):
     assert offer in (45.7, 50.0, 57.0) or true <= offer < h.counters[-1]
 
 
+def _expert_shares(personas: tuple[str, ...], seeds: int) -> list[float]:
+    """The expert's buyer share per episode, odd seeds with tactics off the personas'
+    ranges; every deal closed."""
+    out = []
+    for persona in personas:
+        for seed in range(seeds):
+            env, _ = play_expert(f"bilateral_{persona}", seed, redraw=bool(seed % 2))
+            metrics = env.score().metrics
+            assert metrics["deal_rate"] == 1.0, (persona, seed)
+            out.append(metrics["buyer_share"])
+    return out
+
+
 def test_the_patience_offer_lowers_what_the_expert_pays(monkeypatch):
     """Against real sellers, rule and with tactics off the personas' ranges, choosing offer
     T over the consistent sets keeps more of the surplus than the offer it falls back to
     without them (splitting the difference with the counter), and every deal."""
 
-    def shares() -> list[float]:
-        out = []
-        for persona in ("hardball", "cooperative", "deceptive", "distressed"):
-            for seed in range(6):
-                env, _ = play_expert(f"bilateral_{persona}", seed, redraw=bool(seed % 2))
-                metrics = env.score().metrics
-                assert metrics["deal_rate"] == 1.0, (persona, seed)
-                out.append(metrics["buyer_share"])
-        return out
-
-    planned = shares()
+    personas = ("hardball", "cooperative", "deceptive", "distressed")
+    planned = _expert_shares(personas, 6)
     monkeypatch.setattr(posterior, "patience_offer", lambda *a, **k: None)
-    blind = shares()
+    blind = _expert_shares(personas, 6)
     assert sum(planned) > sum(blind) * 1.01
     assert sum(p >= b - 1e-9 for p, b in zip(planned, blind, strict=True)) >= 16
 
@@ -155,12 +162,15 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
 
 
 def test_the_bilateral_schedule_probes_once_early():
+    """Creeps, one probe at PROBE_OFFER, and offer T-1 a creep or one of PRE_RATES."""
     env, _ = play_expert("bilateral_hardball", 5)
     offers = history(env.threads[("S01", "R01")]).offers
     raises = [b / a - 1.0 for a, b in itertools.pairwise(offers)]
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)
-    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : env.cfg.bilateral_max_rounds - 2]
+    last = env.cfg.bilateral_max_rounds - 3  # offer T-1 over offer T-2
+    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : last]
     assert all(0.005 <= r < 0.01 for r in others), raises
+    assert 0.005 <= raises[last] <= max(PRE_RATES) + 0.002, raises
 
 
 def test_residuals_in_chunks_equal_one_pass(monkeypatch):
@@ -203,3 +213,55 @@ def test_each_candidate_is_priced_on_its_own():
     assert best in candidates
     for other in candidates:
         assert patience_offer(h, 90.0, 8, 50.0, [best, other]) == best, other
+
+
+def _true_price(beta: float, w: float, rec: float, d: int, offers: list[float]) -> float:
+    """What the true seller's deal costs after ``offers`` (the last one offer T-1), with
+    the best offer T among PRE_RAISES and then the lowest final offer it accepts."""
+    best = math.inf
+    for g in PRE_RAISES:
+        th, sh = _seller(beta, w, rec, d)
+        h = _haggle(th, sh, offers)
+        y = math.ceil(offers[-1] * g * 100.0) / 100.0
+        if y >= h.counters[-1]:
+            continue
+        ask = next_ask(th, sh, y, len(offers) + 1, 0)
+        if y >= ask.price:
+            best = min(best, y)
+            continue
+        record(th, y, ask)
+        th.last_counter = round(ask.price, 2)
+        final = lowest_accepted(th, sh, len(offers) + 2, 0, th.last_counter)
+        best = min(best, th.last_counter if final is None else final)
+    return best
+
+
+@pytest.mark.parametrize(
+    ("beta", "w", "rec", "d"), [(0.2, 0.5, 0.6, 2), (0.3, 0.7, 0.5, 2), (0.25, 0.6, 0.8, 3)]
+)
+def test_the_offer_before_patience_is_the_true_sellers_best(beta, w, rec, d):
+    """From the counters alone, offer T-1 is the candidate the true seller makes cheapest:
+    a raise against a window of 2 (the final offer is mirrored against its answer), a
+    creep against a window of 3 (there it buys nothing)."""
+    th, sh = _seller(beta, w, rec, d)
+    h = _haggle(th, sh, OFFERS[:6])
+    cands = [math.ceil(OFFERS[5] * 1.006 * 100.0) / 100.0]
+    cands += [round(OFFERS[5] * (1.0 + rate), 2) for rate in PRE_RATES]
+    chosen = prepatience_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), cands)
+    paid = {c: _true_price(beta, w, rec, d, [*OFFERS[:6], c]) for c in cands}
+    assert paid[chosen] == pytest.approx(min(paid.values()), abs=0.005), (chosen, paid)
+    assert (chosen > cands[0]) == (d == 2), (chosen, paid)
+    if d == 2:
+        assert paid[chosen] < paid[cands[0]] - 0.05
+
+
+def test_the_offer_before_patience_lowers_what_the_expert_pays(monkeypatch):
+    """Against real hardball and deceptive sellers, rule and with tactics off the personas'
+    ranges, weighing offer T-1 over the consistent sets keeps more of the surplus than
+    the creep it falls back to without them, and every deal."""
+
+    planned = _expert_shares(("hardball", "deceptive"), 8)
+    monkeypatch.setattr(posterior, "prepatience_offer", lambda *a, **k: None)
+    creeping = _expert_shares(("hardball", "deceptive"), 8)
+    assert sum(planned) > sum(creeping) + 0.01
+    assert sum(p >= c - 1e-9 for p, c in zip(planned, creeping, strict=True)) >= 14

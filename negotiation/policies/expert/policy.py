@@ -16,7 +16,10 @@ only cache pure functions of the observation).
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
   while the seller's time-dependent ask falls, with one PROBE_RAISE at offer PROBE_OFFER
   (early, while the time part barely moves, so the answer shows how the seller mirrors a
-  raise). At offer T, where the time part sits at the floor and a refused offer is still
+  raise). Offer T-1 is a creep or one of PRE_RATES' raises, whichever has the lowest mean
+  price over the parameter sets that reproduce the counters (posterior.prepatience_offer):
+  a windowed tit-for-tat seller mirrors the final offer against its answer to offer T-1.
+  At offer T, where the time part sits at the floor and a refused offer is still
   countered, make the offer with the lowest expected price over the parameter sets of the
   documented supplier model that reproduce the counters (posterior.patience_offer: close
   at once, or raise so that tit-for-tat's answer leaves a cheap final offer); with no
@@ -59,6 +62,9 @@ CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, befo
 # (seeds 0-39: offers 2-4, raises 3-10 %, one or two probes tried); mixed held out.
 PROBE_OFFER = 3
 PROBE_RAISE = 0.05
+# Offer T-1 weighs these raises against a creep (each still GAP under the counter): set
+# a priori, not tuned.
+PRE_RATES = (0.025, 0.05, 0.075, 0.10)
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before a thread's posterior is computed
 GRID = 24  # offers at the seller's patience weighed, from a creep to just under its counter
@@ -136,6 +142,8 @@ class ExpertPolicy(Policy):
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
             return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
+        if th.offers == T - 2:
+            return acting.negotiate(s.id, r.id, min(cap, self.prepatience_offer(obs, s, r, th)))
         if th.offers < T - 1:
             rate = PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
             return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, rate)))
@@ -176,6 +184,21 @@ class ExpertPolicy(Policy):
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
         return halfway if planned is None else planned
+
+    def prepatience_offer(self, obs: Observation, s, r, th) -> float:
+        """The offer before the seller's patience (offer T-1): a creep, or the raise of
+        PRE_RATES with the lowest expected price over the posterior's consistent sets
+        (posterior.prepatience_offer); a creep without a posterior."""
+        creep = self.next_offer(th, PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP)
+
+        def plan(h, anchor, least):
+            from .posterior import prepatience_offer
+
+            cands = sorted({creep, *(self.next_offer(th, rate) for rate in PRE_RATES)})
+            return prepatience_offer(h, anchor, obs.max_rounds or 1, least, cands)
+
+        planned = self._from_posterior("prepatience", obs, s, r, th, plan)
+        return creep if planned is None else planned
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
         """The offer after the seller's patience from the model's consistent parameter
