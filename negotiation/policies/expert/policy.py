@@ -18,7 +18,8 @@ only cache pure functions of the observation).
   (early, while the time part barely moves, so the answer shows how the seller mirrors a
   raise). Offer T-1 is a creep or one of PRE_RATES' raises, whichever has the lowest mean
   price over the parameter sets that reproduce the counters (posterior.prepatience_offer):
-  a windowed tit-for-tat seller mirrors the final offer against its answer to offer T-1.
+  a seller with a tit-for-tat window of 2 mirrors the final offer against its answer to
+  offer T-1.
   At offer T, where the time part sits at the floor and a refused offer is still
   countered, make the offer with the lowest expected price over the parameter sets of the
   documented supplier model that reproduce the counters (posterior.patience_offer: close

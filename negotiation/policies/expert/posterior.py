@@ -344,8 +344,8 @@ def prepatience_offer(
     """The offer before the seller's patience (offer T-1) among ``candidates`` with the
     lowest mean price over the consistent sets, each set then meeting its own best offer T
     (PRE_RAISES over offer T-1, under its counter) and its own final offer. A seller whose
-    tit-for-tat window is 2 or more mirrors the final offer against its answer to offer
-    T-1, so a raise there lowers the base the final offer is priced from. None: no set is
+    tit-for-tat window is 2 mirrors the final offer against its answer to offer T-1, so a
+    raise there lowers the base the final offer is priced from. None: no set is
     consistent."""
     fits = consistent_fits(h, anchor, patience, least, PRE_KEEP)
     if not len(fits):
