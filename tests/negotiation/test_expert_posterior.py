@@ -13,15 +13,16 @@ from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
 from negotiation.policies.expert import posterior
 from negotiation.policies.expert.beliefs import History, history
-from negotiation.policies.expert.policy import PRE_RATES, PROBE_OFFER, PROBE_RAISE
+from negotiation.policies.expert.policy import AHEAD, PRE_RATES, PROBE_OFFER, PROBE_RAISE
 from negotiation.policies.expert.posterior import (
     COUNTER_TOL,
+    MID_RAISES,
     PRE_RAISES,
+    ahead_offer,
     closing_offer,
     consistent_fits,
     lowest_accepted_next,
     patience_offer,
-    prepatience_offer,
 )
 from negotiation.policies.lookahead import lowest_accepted
 from tests.negotiation.bilateral import play_expert
@@ -162,15 +163,16 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
 
 
 def test_the_bilateral_schedule_probes_once_early():
-    """Creeps, one probe at PROBE_OFFER, and offer T-1 a creep or one of PRE_RATES."""
+    """Creeps, one probe at PROBE_OFFER, and the last AHEAD offers before offer T each a
+    creep or one of PRE_RATES."""
     env, _ = play_expert("bilateral_hardball", 5)
     offers = history(env.threads[("S01", "R01")]).offers
     raises = [b / a - 1.0 for a, b in itertools.pairwise(offers)]
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)
-    last = env.cfg.bilateral_max_rounds - 3  # offer T-1 over offer T-2
-    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : last]
+    ahead = env.cfg.bilateral_max_rounds - 2 - AHEAD  # raises[i]: offer i + 2 over i + 1
+    others = raises[: PROBE_OFFER - 2] + raises[PROBE_OFFER - 1 : ahead]
     assert all(0.005 <= r < 0.01 for r in others), raises
-    assert 0.005 <= raises[last] <= max(PRE_RATES) + 0.002, raises
+    assert all(0.005 <= r <= max(PRE_RATES) + 0.002 for r in raises[ahead : ahead + AHEAD])
 
 
 def test_residuals_in_chunks_equal_one_pass(monkeypatch):
@@ -216,52 +218,53 @@ def test_each_candidate_is_priced_on_its_own():
 
 
 def _true_price(beta: float, w: float, rec: float, d: int, offers: list[float]) -> float:
-    """What the true seller's deal costs after ``offers`` (the last one offer T-1), with
-    the best offer T among PRE_RAISES and then the lowest final offer it accepts."""
-    best = math.inf
-    for g in PRE_RAISES:
-        th, sh = _seller(beta, w, rec, d)
-        h = _haggle(th, sh, offers)
-        y = math.ceil(offers[-1] * g * 100.0) / 100.0
-        if y >= h.counters[-1]:
-            continue
-        ask = next_ask(th, sh, y, len(offers) + 1, 0)
-        if y >= ask.price:
-            best = min(best, y)
-            continue
-        record(th, y, ask)
-        th.last_counter = round(ask.price, 2)
-        final = lowest_accepted(th, sh, len(offers) + 2, 0, th.last_counter)
-        best = min(best, th.last_counter if final is None else final)
-    return best
+    """What the true seller's deal costs after ``offers`` (patience T = 8), each later offer
+    the best of MID_RAISES (PRE_RAISES for offer T) over the one before, under the counter,
+    and then the lowest final offer it accepts."""
+    th, sh = _seller(beta, w, rec, d)
+    counter = _haggle(th, sh, offers).counters[-1]
+    if offers[-1] >= th.asks[-1]:
+        return offers[-1]
+    if len(offers) == th.patience:
+        final = lowest_accepted(th, sh, th.patience + 1, 0, counter)
+        return counter if final is None else final
+    raises = PRE_RAISES if len(offers) + 1 == th.patience else MID_RAISES
+    later = [math.ceil(offers[-1] * g * 100.0) / 100.0 for g in raises]
+    paid = [_true_price(beta, w, rec, d, [*offers, y]) for y in later if y < counter - 0.005]
+    return min(paid, default=counter)
 
 
 @pytest.mark.parametrize(
-    ("beta", "w", "rec", "d"), [(0.2, 0.5, 0.6, 2), (0.3, 0.7, 0.5, 2), (0.25, 0.6, 0.8, 3)]
-)
-def test_the_offer_before_patience_is_the_true_sellers_best(beta, w, rec, d):
-    """From the counters alone, offer T-1 is the candidate the true seller makes cheapest:
-    a raise against a window of 2 (the final offer is mirrored against its answer), a
-    creep against a window of 3 (there it buys nothing)."""
+    ("beta", "w", "rec", "d", "made"),
+    [(0.2, 0.5, 0.6, 2, 6), (0.3, 0.7, 0.5, 2, 6), (0.25, 0.6, 0.8, 3, 6), (0.25, 0.6, 0.8, 3, 5),
+     (0.3, 0.5, 0.7, 3, 5)],
+)  # fmt: skip
+def test_the_offers_before_patience_are_the_true_sellers_best(beta, w, rec, d, made):
+    """From the counters alone, offer T-1 (after 6 offers) or T-2 (after 5) is the candidate
+    the true seller makes cheapest: the final offer is mirrored against the seller's answer
+    a window back, so a raise pays at T-1 against a window of 2 and at T-2 against 3, and
+    a creep is kept where a raise buys nothing."""
     th, sh = _seller(beta, w, rec, d)
-    h = _haggle(th, sh, OFFERS[:6])
-    cands = [math.ceil(OFFERS[5] * 1.006 * 100.0) / 100.0]
-    cands += [round(OFFERS[5] * (1.0 + rate), 2) for rate in PRE_RATES]
-    chosen = prepatience_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), cands)
-    paid = {c: _true_price(beta, w, rec, d, [*OFFERS[:6], c]) for c in cands}
+    h = _haggle(th, sh, OFFERS[:made])
+    last = OFFERS[made - 1]
+    cands = [math.ceil(last * 1.006 * 100.0) / 100.0]
+    cands += [round(last * (1.0 + rate), 2) for rate in PRE_RATES]
+    chosen = ahead_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), cands)
+    paid = {c: _true_price(beta, w, rec, d, [*OFFERS[: made - 1], last, c]) for c in cands}
     assert paid[chosen] == pytest.approx(min(paid.values()), abs=0.005), (chosen, paid)
-    assert (chosen > cands[0]) == (d == 2), (chosen, paid)
-    if d == 2:
-        assert paid[chosen] < paid[cands[0]] - 0.05
+    if d == 2:  # not a tie: the raise saves more than a cent
+        assert chosen > cands[0] and paid[chosen] < paid[cands[0]] - 0.1, (chosen, paid)
 
 
-def test_the_offer_before_patience_lowers_what_the_expert_pays(monkeypatch):
-    """Against real hardball and deceptive sellers, rule and with tactics off the personas'
-    ranges, weighing offer T-1 over the consistent sets keeps more of the surplus than
-    the creep it falls back to without them, and every deal."""
+def test_the_offers_before_patience_lower_what_the_expert_pays(monkeypatch):
+    """Against real hardball, deceptive and cooperative sellers, rule and with tactics off
+    the personas' ranges, weighing offers T-2 and T-1 over the consistent sets keeps more
+    of the surplus than the creeps they fall back to without them, and every deal."""
 
-    planned = _expert_shares(("hardball", "deceptive"), 8)
-    monkeypatch.setattr(posterior, "prepatience_offer", lambda *a, **k: None)
-    creeping = _expert_shares(("hardball", "deceptive"), 8)
+    personas = ("hardball", "deceptive", "cooperative")
+    planned = _expert_shares(personas, 8)
+    monkeypatch.setattr(posterior, "ahead_offer", lambda *a, **k: None)
+    creeping = _expert_shares(personas, 8)
+    # A plan weighed on expectation may lose on one thread (hardball seed 2, by 0.02).
     assert sum(planned) > sum(creeping) + 0.01
-    assert sum(p >= c - 1e-9 for p, c in zip(planned, creeping, strict=True)) >= 14
+    assert sum(p >= c - 1e-9 for p, c in zip(planned, creeping, strict=True)) >= 22

@@ -16,10 +16,10 @@ only cache pure functions of the observation).
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
   while the seller's time-dependent ask falls, with one PROBE_RAISE at offer PROBE_OFFER
   (early, while the time part barely moves, so the answer shows how the seller mirrors a
-  raise). Offer T-1 is a creep or one of PRE_RATES' raises, whichever has the lowest mean
-  price over the parameter sets that reproduce the counters (posterior.prepatience_offer):
-  a seller with a tit-for-tat window of 2 mirrors the final offer against its answer to
-  offer T-1.
+  raise). Offers T-2 and T-1 (AHEAD) are each a creep or one of PRE_RATES' raises,
+  whichever has the lowest mean price over the parameter sets that reproduce the counters
+  (posterior.ahead_offer): a tit-for-tat seller mirrors the final offer against its answer
+  a window back (offer T-1 for a window of 2, T-2 for 3).
   At offer T, where the time part sits at the floor and a refused offer is still
   countered, make the offer with the lowest expected price over the parameter sets of the
   documented supplier model that reproduce the counters (posterior.patience_offer: close
@@ -63,8 +63,9 @@ CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, befo
 # (seeds 0-39: offers 2-4, raises 3-10 %, one or two probes tried); mixed held out.
 PROBE_OFFER = 3
 PROBE_RAISE = 0.05
-# Offer T-1 weighs these raises against a creep (each still GAP under the counter): set
-# a priori, not tuned.
+# Offers T-AHEAD to T-1 weigh these raises against a creep (each still GAP under the
+# counter): set a priori, not tuned.
+AHEAD = 2
 PRE_RATES = (0.025, 0.05, 0.075, 0.10)
 GAP = 0.88  # offers before the seller's patience stay this far under its counter
 MIN_FIT_COUNTERS = 3  # counters before a thread's posterior is computed
@@ -143,8 +144,8 @@ class ExpertPolicy(Policy):
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
             return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
-        if th.offers == T - 2:
-            return acting.negotiate(s.id, r.id, min(cap, self.prepatience_offer(obs, s, r, th)))
+        if T - AHEAD - 1 <= th.offers <= T - 2:
+            return acting.negotiate(s.id, r.id, min(cap, self.ahead_offer(obs, s, r, th)))
         if th.offers < T - 1:
             rate = PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
             return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, rate)))
@@ -186,19 +187,19 @@ class ExpertPolicy(Policy):
         planned = self._from_posterior("patience", obs, s, r, th, plan)
         return halfway if planned is None else planned
 
-    def prepatience_offer(self, obs: Observation, s, r, th) -> float:
-        """The offer before the seller's patience (offer T-1): a creep, or the raise of
-        PRE_RATES with the lowest expected price over the posterior's consistent sets
-        (posterior.prepatience_offer); a creep without a posterior."""
+    def ahead_offer(self, obs: Observation, s, r, th) -> float:
+        """One of the last AHEAD offers before the seller's patience: a creep, or the raise
+        of PRE_RATES with the lowest expected price over the posterior's consistent sets
+        (posterior.ahead_offer); a creep without a posterior."""
         creep = self.next_offer(th, PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP)
 
         def plan(h, anchor, least):
-            from .posterior import prepatience_offer
+            from .posterior import ahead_offer
 
             cands = sorted({creep, *(self.next_offer(th, rate) for rate in PRE_RATES)})
-            return prepatience_offer(h, anchor, obs.max_rounds or 1, least, cands)
+            return ahead_offer(h, anchor, obs.max_rounds or 1, least, cands)
 
-        planned = self._from_posterior("prepatience", obs, s, r, th, plan)
+        planned = self._from_posterior("ahead", obs, s, r, th, plan)
         return creep if planned is None else planned
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:

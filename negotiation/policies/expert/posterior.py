@@ -30,10 +30,11 @@ answers with a counter, after which the buyer makes the closing offer of the set
 predict that counter. A refused patience offer is countered, never walked from, so this
 choice needs no safety margin and a coarser search (PLAN_KEEP, SAMPLE) serves it.
 
-The offer before it (offer T-1) is chosen the same way from T-2 counters, among a creep and
-a few raises, each set then meeting its own best offer T and its own final offer
-(prepatience_offer): optimistic for every candidate alike, it only ranks them. A seller
-whose tit-for-tat window is 2 mirrors the final offer against its answer to offer T-1.
+The offers before it (T-2 and T-1) are chosen the same way, among a creep and a few raises,
+each set then making its own best offers up to offer T and meeting its own final offer
+(ahead_offer): optimistic for every candidate alike, it only ranks them. The final offer is
+mirrored against the seller's answer a window back (offer T-1 for a window of 2, T-2 for
+3), so a raise there lowers the base it is priced from.
 """
 
 from __future__ import annotations
@@ -71,14 +72,15 @@ CLOSE_CENTS = 0.01
 # seeds x 4 cells at twice the cost.
 PLAN_KEEP = 1000  # KEEP for the patience offer's search
 SAMPLE = 1000  # consistent sets it is weighed over, evenly spread
-# The offer before it (T-1) only ranks a few raises, each set playing its own best offer T:
-# a coarser search, fewer sets and a shorter bisection chose alike on 300 seeds x 4 rule
-# sellers (buyer share within 0.0002 of KEEP 1000, SAMPLE 1000, 32 steps, 10 raises), and
-# the 300-seed run took 169 s instead of 212 s.
+# The offers before it (ahead_offer) only rank a few raises, each set playing its own best
+# path: at offer T-1, a coarser search, fewer sets and a shorter bisection chose alike on
+# 300 seeds x 4 rule sellers (buyer share within 0.0002 of KEEP 1000, SAMPLE 1000, 32
+# steps, 10 raises), and the 300-seed run took 169 s instead of 212 s.
 PRE_KEEP = 300
 PRE_SAMPLE = 400
 PRE_STEPS = 20
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
+MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,50 +340,68 @@ def _sample(fits: Consistent, n: int = SAMPLE) -> Consistent:
     return fits.take(np.linspace(0, len(fits) - 1, n).astype(int))
 
 
-def prepatience_offer(
+def _back(seq: list, k: int, d) -> np.ndarray:
+    """Per set, the entry of ``seq`` (one per answer, the first at index 0) d answers before
+    answer k, d being each set's own (1 to max(WINDOWS))."""
+    out = seq[k - 2]
+    for j in range(2, max(WINDOWS) + 1):
+        if k - 1 - j >= 0:
+            out = np.where(d == j, seq[k - 1 - j], out)
+    return out
+
+
+def ahead_offer(
     h: History, anchor: float, patience: int, least: float, candidates: list[float]
 ) -> float | None:
-    """The offer before the seller's patience (offer T-1) among ``candidates`` with the
-    lowest mean price over the consistent sets, each set then meeting its own best offer T
-    (PRE_RAISES over offer T-1, under its counter) and its own final offer. A seller whose
-    tit-for-tat window is 2 mirrors the final offer against its answer to offer T-1, so a
-    raise there lowers the base the final offer is priced from. None: no set is
-    consistent."""
+    """The next offer before the seller's patience among ``candidates`` with the lowest mean
+    price over the consistent sets, each set then meeting its own best offers up to offer T
+    (MID_RAISES, then PRE_RAISES over the offer before; each under its counter) and its
+    own final offer. The final offer is mirrored against the seller's answer a window
+    back (offer T-1 for a window of 2, T-2 for 3), so a raise there lowers the base it is
+    priced from. None: no set is consistent."""
     fits = consistent_fits(h, anchor, patience, least, PRE_KEEP)
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
     n = len(h.counters)
-    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
-    win = fits.window
-    x = np.asarray(candidates, dtype=float)[:, None, None]  # offer T-1: rows
-    # Offer T-1, with the time tactic not yet at the floor.
-    f = ((n + 1) / patience) ** (1.0 / fits.beta)
-    d1 = np.minimum(win, n)
-    a1 = _model_ask(
-        fits, x, d1, offers[n - d1], counters[n - d1], counters[-1],
-        fits.floor * f + anchor * (1.0 - f),
-    )  # fmt: skip
-    c1 = np.round(a1, 2)
-    # Offer T (middle axis), at the floor: its base is offer T-1 itself for window 1.
-    y = np.maximum(x * np.asarray(PRE_RAISES)[:, None], x + 0.01)
-    d2 = np.minimum(win, n + 1)
-    i2 = np.maximum(n + 1 - d2, 0)
-    one = d2 == 1
-    b2_off = np.where(one, x, offers[np.minimum(i2, n - 1)])
-    b2_ask = np.where(one, c1, counters[np.minimum(i2, n - 1)])
-    a2 = _model_ask(fits, y, d2, b2_off, b2_ask, c1)
-    c2 = np.round(a2, 2)
-    # The final offer, at each set's own line; its base is offer T, T-1 or the history.
-    d3 = np.minimum(win, n + 2)
-    i3 = np.maximum(n + 2 - d3, 0)
-    hist = np.minimum(i3, n - 1)
-    b3_off = np.where(d3 == 1, y, np.where(d3 == 2, x, offers[hist]))
-    b3_ask = np.where(d3 == 1, c2, np.where(d3 == 2, c1, counters[hist]))
-    lines = _lines(fits, d3, b3_off, b3_ask, c2, float(counters[-1]), PRE_STEPS)
-    final = np.where(np.isnan(lines), c2, np.minimum(c2, with_margin(lines)))
-    at_t = np.where(y >= a2, y, final)
-    at_t = np.where(y > c1 - 0.005, np.inf, at_t)  # offer T stays under its counter
-    prices = np.where(x >= a1, x, at_t.min(axis=1, keepdims=True))[:, 0, :]
-    prices = np.where(np.isfinite(prices), prices, c1[:, 0, :])
-    return candidates[int(np.argmin(prices.mean(axis=1)))]
+    steps = patience - n  # offers n+1 (the candidates) to T: one axis each, sets last
+    offers, counters = list(h.offers), list(h.counters)
+    made, asks = [], []
+
+    def along(values, axis: int) -> np.ndarray:
+        shape = [1] * (steps + 1)
+        shape[axis] = len(values)
+        return np.asarray(values, dtype=float).reshape(shape)
+
+    for i in range(steps):
+        k = n + 1 + i
+        if i == 0:
+            o = along(candidates, 0)
+        else:
+            raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
+            o = np.maximum(made[-1] * raises, made[-1] + 0.01)
+        d = np.minimum(fits.window, k - 1)
+        time_ask = None  # at the floor from offer T
+        if k < patience:
+            f = (k / patience) ** (1.0 / fits.beta)
+            time_ask = fits.floor * f + anchor * (1.0 - f)
+        a = _model_ask(fits, o, d, _back(offers, k, d), _back(counters, k, d), counters[-1],
+                       time_ask)  # fmt: skip
+        offers.append(o)
+        counters.append(np.round(a, 2))
+        made.append(o)
+        asks.append(a)
+    k = patience + 1  # the final offer, at each set's own line
+    d = np.minimum(fits.window, k - 1)
+    last = counters[-1]
+    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last,
+                   float(h.counters[-1]), PRE_STEPS)  # fmt: skip
+    price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
+    for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
+        price = np.where(made[i] >= asks[i], made[i], price)
+        if i:
+            price = np.where(made[i] > counters[n + i - 1] - 0.005, np.inf, price)
+            price = price.min(axis=i, keepdims=True)
+    price = price.reshape(len(candidates), -1)
+    price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
+    return candidates[int(np.argmin(price.mean(axis=1)))]
