@@ -365,8 +365,8 @@ def ahead_offer(
     fits = _sample(fits, PRE_SAMPLE)
     n = len(h.counters)
     steps = patience - n  # offers n+1 (the candidates) to T: one axis each, sets last
-    offers, counters = list(h.offers), list(h.counters)
-    made, asks = [], []
+    offers, counters = list(h.offers), list(h.counters)  # then one array per planned offer
+    asks = []
 
     def along(values, axis: int) -> np.ndarray:
         shape = [1] * (steps + 1)
@@ -379,7 +379,7 @@ def ahead_offer(
             o = along(candidates, 0)
         else:
             raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
-            o = np.maximum(made[-1] * raises, made[-1] + 0.01)
+            o = np.maximum(offers[-1] * raises, offers[-1] + 0.01)
         d = np.minimum(fits.window, k - 1)
         time_ask = None  # at the floor from offer T
         if k < patience:
@@ -389,7 +389,6 @@ def ahead_offer(
                        time_ask)  # fmt: skip
         offers.append(o)
         counters.append(np.round(a, 2))
-        made.append(o)
         asks.append(a)
     k = patience + 1  # the final offer, at each set's own line
     d = np.minimum(fits.window, k - 1)
@@ -398,9 +397,10 @@ def ahead_offer(
                    float(h.counters[-1]), PRE_STEPS)  # fmt: skip
     price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
     for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
-        price = np.where(made[i] >= asks[i], made[i], price)
+        o = offers[n + i]
+        price = np.where(o >= asks[i], o, price)
         if i:
-            price = np.where(made[i] > counters[n + i - 1] - 0.005, np.inf, price)
+            price = np.where(o > counters[n + i - 1] - 0.005, np.inf, price)  # under it
             price = price.min(axis=i, keepdims=True)
     price = price.reshape(len(candidates), -1)
     price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
