@@ -74,7 +74,9 @@ def test_an_analyst_starts_a_live_episode_and_watches_each_decision_arrive(page,
     login(page, site, "analyst")
     page.click("text=Start an episode")
     page.wait_for_url(f"{site.url}/episodes/new/")
-    start_from_form(page, site, "easy_negotiation", pace="live")
+    # 26 decisions at the live pace (~10 s): time to watch several arrive even when the
+    # page itself is slow to load (a 9-decision episode was mostly over by then).
+    start_from_form(page, site, "medium_adversarial", pace="live", seed="0")
     assert page.locator("#live-status").text_content() is not None
 
     # Live: rows come one at a time over the socket, without a reload.
