@@ -44,7 +44,7 @@ def test_the_oracle_refuses_to_play_unwatched():
 @pytest.mark.parametrize("persona", ["hardball", "cooperative", "deceptive", "distressed"])
 def test_the_oracle_closes_every_bilateral_deal_and_bargains_as_well_as_the_expert(persona):
     """At least the expert's share, and more against hardball and deceptive sellers (on
-    these 12 cooperative seeds the expert pays what the oracle pays, to the cent)."""
+    these 12 cooperative seeds the expert pays what the oracle pays on 11, to the cent)."""
     preset = f"bilateral_{persona}"
     oracle, expert = [], []
     for seed in range(12):
