@@ -80,6 +80,11 @@ def floor_cents(x: float) -> float:
     return math.floor(x * 100.0 + 1e-9) / 100.0
 
 
+def _rate(th) -> float:
+    """The raise of the schedule's next offer before offer T-AHEAD: the probe or a creep."""
+    return PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
+
+
 class PublicJudge:
     """The planner's beliefs, from the public observation only."""
 
@@ -147,8 +152,7 @@ class ExpertPolicy(Policy):
         if T - AHEAD - 1 <= th.offers <= T - 2:
             return acting.negotiate(s.id, r.id, min(cap, self.ahead_offer(obs, s, r, th)))
         if th.offers < T - 1:
-            rate = PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
-            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, rate)))
+            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, _rate(th))))
         if th.offers == T - 1:
             return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, s, r, th)))
         final = self._final_offer(obs, s, r, th)
@@ -191,7 +195,7 @@ class ExpertPolicy(Policy):
         """One of the last AHEAD offers before the seller's patience: a creep, or the raise
         of PRE_RATES with the lowest expected price over the posterior's consistent sets
         (posterior.ahead_offer); a creep without a posterior."""
-        creep = self.next_offer(th, PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP)
+        creep = self.next_offer(th, _rate(th))
 
         def plan(h, anchor, least):
             from .posterior import ahead_offer
