@@ -8,12 +8,17 @@ tactics with a per-supplier weight w:
 - time-dependent: ``floor + (anchor - floor) * (1 - (k/T) ** (1/beta))``;
 - tit-for-tat over a window of d offers (d = 1 relative, d > 1 averaged): the ask d offers
   ago, divided by the buyer's own relative concession since then raised to the supplier's
-  reciprocity, ``ask[-d] / (offer / offer[-d]) ** reciprocity``; one round mirrors at most
+  reciprocity, ``ask[-d] / (offer / best[-d]) ** reciprocity``; one round mirrors at most
   TFT_STEP_CAP, so a buyer cannot buy a large concession with one jump from a lowball.
 
-The mix never rises above the last counter (hard rule 3) nor falls below the floor of the
-moment. A buyer who holds an offer below that floor (moving less than STALL_MOVE above its
-previous offer) for the supplier's ``stall_rounds`` offers in a row meets a frozen ask; a
+Tit-for-tat measures each offer from the buyer's best offer d offers back (its standing
+offer then), never from a retreat: an offer under the buyer's best so far is no concession
+(and a stall when under the floor), and the raise after it counts only above that best.
+(Raises measured from a retreat would pay a buyer who alternates down and up for
+concessions it never made; Faratin's supplier would retreat in turn, which hard rule 3
+forbids here.) The mix never rises above the last counter (hard rule 3) nor falls below the
+floor of the moment. A buyer who offers below that floor without moving STALL_MOVE above
+its best offer for the supplier's ``stall_rounds`` offers in a row meets a frozen ask; a
 firm offer within the supplier's planned range is waited out on the clock. On the first
 stall the supplier walks (``stall_walk_prob``) or hardens for the rest of the thread: its
 floor rises by HARDEN_MARGIN. When its patience runs out (offer k > T) the time tactic sits
@@ -72,7 +77,7 @@ def next_ask(th: ThreadHidden, sh: SupplierHidden, offer: float, k: int, week: i
     p = pressure(sh, week)
     floor = floor_now(th, p)
     prev = th.last_counter if th.last_counter is not None else th.anchor
-    offers = th.offers
+    offers = th.offers  # the buyer's standing offers (its best so far after each)
     if offers and offer < floor and offer < offers[-1] * (1.0 + STALL_MOVE):
         stalls = th.stalls + 1
     else:
@@ -91,7 +96,8 @@ def next_ask(th: ThreadHidden, sh: SupplierHidden, offer: float, k: int, week: i
 
 
 def record(th: ThreadHidden, offer: float, ask: Ask) -> None:
-    """Remember one answered offer: the history the next tit-for-tat round reads."""
-    th.offers.append(offer)
+    """Remember one answered offer as the buyer's standing offer (its best so far): the
+    history the next tit-for-tat round reads."""
+    th.offers.append(max(offer, th.offers[-1]) if th.offers else offer)
     th.asks.append(ask.price)
     th.stalls = ask.stalls

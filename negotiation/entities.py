@@ -400,7 +400,7 @@ class ThreadHidden:
         self.patience = patience
         self.strikes = 0
         self.last_counter: float | None = None
-        self.offers: list[float] = []  # the buyer's answered offers (insults left out)
+        self.offers: list[float] = []  # buyer's standing offer after each answered one (no insults)
         self.asks: list[float] = []  # the supplier's ask after each of them
         self.stalls = 0  # consecutive offers in which the buyer did not move
         self.hardened = False  # a stubborn buyer lost the last-chance deal at reservation

@@ -4,11 +4,15 @@ and the supplier's own deadline or stock pressure lowers its floor."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.concession import HARDEN_MARGIN, next_ask, pressure
+from negotiation.concession import HARDEN_MARGIN, next_ask, pressure, record
 from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
 from negotiation.suppliers import RULE_POLICY, SupplierContext
@@ -48,6 +52,53 @@ def test_the_ask_answers_the_buyers_own_concessions():
     assert [d.kind for d in slow] == ["counter"] * 5 == [d.kind for d in fast]
     # same rounds, same clock: the buyer who conceded more met a supplier who did too
     assert fast[-1].price < slow[-1].price - 5.0
+
+
+def _asks(sh: SupplierHidden, offers: list[float]) -> list[float]:
+    """The supplier's asks after each offer (its hardening included), straight from the
+    concession model."""
+    th, asks = _thread(), []
+    for k, offer in enumerate(offers, start=1):
+        ask = next_ask(th, sh, offer, k, 0)
+        record(th, offer, ask)
+        th.hardened = th.hardened or ask.stalls >= sh.stall_rounds
+        th.last_counter = ask.price
+        asks.append(ask.price)
+    return asks
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    window=st.integers(1, 4),
+    reciprocity=st.floats(0.2, 2.0),
+    time_weight=st.floats(0.1, 0.95),
+    stall_rounds=st.integers(2, 5),
+    offers=st.lists(st.floats(85.0, 170.0), min_size=1, max_size=10),
+)
+def test_a_retreat_buys_no_concession(window, reciprocity, time_weight, stall_rounds, offers):
+    """Tit-for-tat measures offers from the buyer's best so far: any offers, retreats
+    included, meet asks at least as high as their running maximum (the buyer standing firm
+    on its best offer) meets, round by round."""
+    sh = _supplier(
+        tft_window=window, reciprocity=reciprocity, time_weight=time_weight,
+        stall_rounds=stall_rounds,
+    )  # fmt: skip
+    firm = _asks(sh, list(itertools.accumulate(offers, max)))
+    assert all(a >= b - 1e-9 for a, b in zip(_asks(sh, offers), firm, strict=True))
+
+
+def test_a_see_saw_buyer_gets_no_more_than_a_steady_creep():
+    """Dipping 8 % under its last offer every other round and coming back (which a
+    tit-for-tat measured from the last offer mirrors as a fresh 8.7 % concession each time)
+    ends no lower than creeping 0.6 % a round: 111.35 against 111.11 (108.32 when raises
+    were measured from the retreat)."""
+    sh = _supplier(tft_window=1, reciprocity=1.0, stall_rounds=3)
+    creep = [90.0 * 1.006**i for i in range(8)]
+    see_saw = [o * (0.92 if i % 2 else 1.0) for i, o in enumerate(creep)]
+    _, steady = _play(sh, creep)
+    _, dipping = _play(sh, see_saw)
+    assert [d.kind for d in dipping] == ["counter"] * 8
+    assert dipping[-1].price >= steady[-1].price
 
 
 def test_a_stubborn_lowballer_meets_a_frozen_ask_then_a_hardened_floor():

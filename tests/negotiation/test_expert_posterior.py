@@ -58,21 +58,28 @@ def _haggle(th: ThreadHidden, sh: SupplierHidden, offers: list[float]) -> Histor
 OFFERS = [42.0, 42.26, 44.38, 44.65, 44.92, 45.19, 45.47, 57.0]  # creep, probe, creep, jump
 
 
+# The same, with the 4th offer a retreat under the 3rd: tit-for-tat measures the 5th from
+# the buyer's best (the 3rd), not from the retreat.
+RETREAT = [42.0, 42.26, 44.38, 43.1, 44.92, 45.19, 45.47, 57.0]
+
+
 @pytest.mark.parametrize(
-    ("beta", "w", "rec", "d", "scale"),
+    ("beta", "w", "rec", "d", "scale", "offers"),
     [
-        (0.2, 0.7, 0.6, 2, 1.0),
-        (0.6, 0.5, 0.9, 1, 1.0),
-        (2.5, 0.55, 1.1, 2, 1.0),
-        (0.3, 0.35, 1.8, 4, 1.0),
+        (0.2, 0.7, 0.6, 2, 1.0, OFFERS),
+        (0.6, 0.5, 0.9, 1, 1.0, OFFERS),
+        (2.5, 0.55, 1.1, 2, 1.0, OFFERS),
+        (0.3, 0.35, 1.8, 4, 1.0, OFFERS),
         # A costly item: a cent is ~1e-5 of the price, so only a deep lattice lands within one.
-        (0.25, 0.65, 0.7, 2, 20.0),
-        (0.7, 0.45, 0.85, 3, 20.0),
+        (0.25, 0.65, 0.7, 2, 20.0, OFFERS),
+        (0.7, 0.45, 0.85, 3, 20.0, OFFERS),
+        (0.6, 0.5, 0.9, 1, 1.0, RETREAT),
+        (0.3, 0.35, 1.8, 2, 1.0, RETREAT),
     ],
 )
-def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale):
+def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale, offers):
     th, sh = _seller(beta, w, rec, d, scale)
-    h = _haggle(th, sh, [round(o * scale, 2) for o in OFFERS])
+    h = _haggle(th, sh, [round(o * scale, 2) for o in offers])
     least = 48.0 * scale * (1.0 + BAND)
     fits = consistent_fits(h, 90.0 * scale, 8, least)
     assert len(fits) > 0

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -166,6 +167,12 @@ class History(NamedTuple):
     offers: tuple[float, ...]
     counters: tuple[float, ...]
     regular: bool  # a plain offer/counter sequence (no escalation, no walk-out)
+
+    @property
+    def bests(self) -> tuple[float, ...]:
+        """The buyer's best offer so far after each offer: what tit-for-tat measures the
+        next offer from (concession.py)."""
+        return tuple(itertools.accumulate(self.offers, max))
 
 
 def history(th) -> History:

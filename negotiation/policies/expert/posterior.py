@@ -100,15 +100,16 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
-def _tft(offers: np.ndarray, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
-    """Tit-for-tat asks for every answered offer (columns), one row per reciprocity."""
+def _tft(offers, bests, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
+    """Tit-for-tat asks for every answered offer (columns), one row per reciprocity: each
+    offer measured from the buyer's best offer d offers back."""
     out = np.empty((len(rec), len(counters)))
     for i in range(len(counters)):
         dd = min(d, i)
         if not dd:
             out[:, i] = anchor
             continue
-        ratio = min(offers[i] / offers[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
+        ratio = min(offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
         out[:, i] = counters[i - dd] / max(1.0, ratio) ** rec
     return out
 
@@ -137,9 +138,9 @@ def _residuals(h: History, anchor: float, patience: int, least: float, d: int, r
 
 
 def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
-    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    counters = np.asarray(h.counters)
     k = np.arange(1, len(counters) + 1)
-    tft = _tft(offers, counters, anchor, d, rec)
+    tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
     f = (np.minimum(k, patience)[None, :] / patience) ** (1.0 / beta[:, None])
     time_part = anchor * (1.0 - f)  # the anchor's share of the time tactic
     g, y = time_part - tft, counters[None, :] - tft
@@ -252,8 +253,8 @@ def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray
     sits at the floor (offer T or later); nan where it accepts none <= cap."""
     n = len(h.counters)
     d = np.minimum(fits.window, n).astype(int)
-    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
-    return _lines(fits, d, offers[n - d], counters[n - d], counters[-1], cap)
+    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
+    return _lines(fits, d, bests[n - d], counters[n - d], counters[-1], cap)
 
 
 def _ceil_cents(x):
@@ -295,7 +296,7 @@ def patience_offer(
         candidates = [*candidates, float(with_margin(now.max()))]
     fits = _sample(fits)
     n = len(h.counters)
-    offers, counters = np.asarray(h.offers), np.asarray(h.counters)
+    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
     last = counters[-1]
     d = np.minimum(fits.window, n).astype(int)
     # after offer T there are n + 1 answers: the base is offer T itself for window 1
@@ -304,10 +305,10 @@ def patience_offer(
     back1 = np.where(from_t, 0, n + 1 - d1)
     # Every candidate at once: one row each, one column per consistent set.
     o = np.asarray(candidates, dtype=float)[:, None]
-    ask = _model_ask(fits, o, d, offers[n - d], counters[n - d], last)
+    ask = _model_ask(fits, o, d, bests[n - d], counters[n - d], last)
     took = o >= ask
     c = np.round(ask, 2)
-    b_off = np.where(from_t, o, offers[back1])
+    b_off = np.where(from_t, np.maximum(o, bests[-1]), bests[back1])
     b_ask = np.where(from_t, c, counters[back1])
     lines = _lines(fits, d1, b_off, b_ask, c, float(last))
     # The final offer sees only the counter: the highest line of the sets predicting it.
@@ -365,7 +366,7 @@ def ahead_offer(
     fits = _sample(fits, PRE_SAMPLE)
     n = len(h.counters)
     steps = patience - n  # offers n+1 (the candidates) to T: one axis each, sets last
-    offers, counters = list(h.offers), list(h.counters)  # then one array per planned offer
+    offers, counters = list(h.bests), list(h.counters)  # then one array per planned offer
     asks = []
 
     def along(values, axis: int) -> np.ndarray:
