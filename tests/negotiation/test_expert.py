@@ -171,8 +171,53 @@ def test_a_seller_the_model_cannot_explain_is_met_halfway(seed):
     while not env.done:
         obs = env.step(pol.act(obs)).observation
     # The premise: the posterior explained none of the mirror's counters.
-    assert pol._posterior_offers and not any(pol._posterior_offers.values())
+    planned = pol._posterior_offers.values()
+    assert planned and all(v is None or v == (False, None) for v in planned)
     rounds = obs.thread("S01", "R01").rounds
     last, counter = rounds[-2].buyer_offer, rounds[-2].supplier_price
     assert rounds[-1].response == "accept"
     assert rounds[-1].buyer_offer == ceil_cents((last + counter) / 2)
+
+
+class _GridClockSeller(SupplierPolicy):
+    """A seller outside the documented model, like negmas's time-based negotiators: it
+    concedes on its own clock (Boulware, beta 0.3), which runs two offers past the public
+    round limit, in steps of a price grid (so no cent-exact model reproduces it), and
+    accepts an offer at or above its ask, the last chance being offer T + 1."""
+
+    name = "grid_clock"
+
+    def ask(self, th, k: int) -> float:
+        span = th.anchor - th.reservation
+        level = 1.0 - (k / (th.patience + 2)) ** (1.0 / 0.3)
+        return th.reservation + math.ceil(level * 200.0) / 200.0 * span
+
+    def respond(self, ctx):
+        ask = self.ask(ctx.thread, ctx.round)
+        if ctx.offer >= ask:
+            return ProposedDecision("accept", ctx.offer, "Deal.")
+        if ctx.round > ctx.thread.patience:
+            return ProposedDecision("walk_away", None, "No.")
+        return ProposedDecision("counter", round(ask, 2), "We can do {price}.")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_clock_the_model_cannot_explain_is_met_by_the_trend_of_its_concessions(seed):
+    """Against a seller the model does not explain whose concessions keep growing, the
+    final offer after its patience claims half its last concession instead of awarding its
+    counter, and it is taken."""
+    env = ProcurementEnv(load_scenario("bilateral_hardball"))
+    seller = env.supplier_policies["hardball"] = _GridClockSeller()
+    obs = env.reset(seed=seed)
+    pol = get_policy("expert", seed=seed)
+    while not env.done:
+        obs = env.step(pol.act(obs)).observation
+    closing = [v for k, v in pol._posterior_offers.items() if k[0] == "closing"]
+    assert closing == [(False, None)]  # the premise: the model explains none of it
+    rounds = obs.thread("S01", "R01").rounds
+    counters = [rd.supplier_price for rd in rounds[:-1]]
+    step = round(counters[-2] - counters[-1], 2)
+    assert rounds[-1].response == "accept" and len(rounds) == 9
+    assert rounds[-1].buyer_offer == ceil_cents(counters[-1] - 0.5 * step)
+    th = env.th_hidden[("S01", "R01")]
+    assert rounds[-1].buyer_offer >= seller.ask(th, 9)  # what its clock asks then

@@ -5,7 +5,8 @@
 - Safe prices: the lowest opening no rule persona takes as an insult, derived from the
   documented persona parameter ranges (suppliers.PERSONA_PARAMS), not re-typed.
 - A thread's history (offers and counters) as the buyer saw it; what the counters say
-  about a bilateral seller's concession tactic is posterior.py's.
+  about a bilateral seller's concession tactic is posterior.py's, and, for a seller that
+  model does not explain, what the trend of its concessions says (trend_offer).
 """
 
 from __future__ import annotations
@@ -185,6 +186,29 @@ def history(th) -> History:
         elif rd.response != "accept":
             regular = False
     return History(tuple(offers), tuple(counters), regular)
+
+
+# A seller the model does not explain whose last TREND_STEPS concessions each grew (by a
+# cent or more) concedes like a clock that has not yet run out; the buyer's final offer
+# claims TREND_SHARE of its last concession, leaving the rest as margin for a clock that
+# slows down. Chosen from principle (the next concession of a growing series is at least
+# the last), not tuned: 0.5 is the even split.
+TREND_STEPS = 4
+TREND_SHARE = 0.5
+
+
+def trend_offer(counters: tuple[float, ...]) -> float | None:
+    """The final offer to a seller the model does not explain, from the trend of its own
+    concessions: its last counter less TREND_SHARE of its last concession, when each of its
+    last TREND_STEPS concessions (in cents) was larger than the one before; None otherwise
+    (a seller that slows down, stalls or answers the buyer rather than the clock)."""
+    if len(counters) < TREND_STEPS + 2:
+        return None
+    tail = counters[-TREND_STEPS - 2 :]
+    steps = [round(a - b, 2) for a, b in itertools.pairwise(tail)]
+    if steps[0] <= 0.0 or any(b <= a for a, b in itertools.pairwise(steps)):
+        return None
+    return counters[-1] - TREND_SHARE * steps[-1]
 
 
 def expected_price(anchor: float, rounds: int) -> float:

@@ -27,8 +27,10 @@ only cache pure functions of the observation).
   such set (a seller the model does not explain), split the difference with the counter,
   never under the lowest floor any persona can have at that cost. Then award the counter,
   or make one final offer after the seller's patience at the lowest price every
-  consistent set accepts (posterior.closing_offer); when none reproduces the counters,
-  award.
+  consistent set accepts (posterior.closing_offer). When none reproduces the counters, the
+  final offer follows the trend of the seller's own concessions (beliefs.trend_offer):
+  against a clock that keeps conceding more each round it claims half the last
+  concession; otherwise it awards the counter.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from .beliefs import (
     SupplierView,
     expected_price,
     history,
+    trend_offer,
 )
 from .planning import Plan, Planner
 
@@ -160,6 +163,8 @@ class ExpertPolicy(Policy):
             # Past its patience the seller still asks more than the buyer can pay: the
             # buyer's best and final offer is all that is left.
             return acting.negotiate(s.id, r.id, min(cap, final or cap))
+        if final is None and th.offers == T:
+            final = self._trend_final(obs, th)
         if final is None or final >= th.counter_price or th.offers > T:
             return acting.award(s.id, r.id, qty)
         return acting.negotiate(s.id, r.id, final)
@@ -208,7 +213,13 @@ class ExpertPolicy(Policy):
 
     def _final_offer(self, obs: Observation, s, r, th) -> float | None:
         """The offer after the seller's patience from the model's consistent parameter
-        sets (None: none reproduces the thread)."""
+        sets (None: none reproduces the thread, or they offer none)."""
+        closing = self._closing(obs, s, r, th)
+        return None if closing is None else closing.offer
+
+    def _closing(self, obs: Observation, s, r, th):
+        """posterior.Closing for the offer after the seller's patience (None: the thread
+        has too few regular counters for a posterior)."""
 
         def close(h, anchor, least):
             from .posterior import closing_offer
@@ -216,6 +227,21 @@ class ExpertPolicy(Policy):
             return closing_offer(h, anchor, obs.max_rounds or 1, least)
 
         return self._from_posterior("closing", obs, s, r, th, close)
+
+    def _trend_final(self, obs: Observation, th) -> float | None:
+        """The final offer to a seller the documented model does not explain (no consistent
+        set; a field agent, an LLM) from the trend of its concessions (beliefs.trend_offer),
+        when that is under its counter and not under the lowest floor any persona can have;
+        None otherwise (then the counter is awarded)."""
+        s, r = obs.suppliers[0], obs.requirements[0]
+        closing = self._closing(obs, s, r, th)
+        if closing is None or closing.explained:
+            return None
+        offer = trend_offer(history(th).counters)
+        if offer is None:
+            return None
+        offer = ceil_cents(max(offer, LOWEST_FLOOR_COST * (obs.seller_cost or 0.0)))
+        return offer if offer < th.counter_price else None
 
     def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> float | None:
         """``use(history, anchor, lowest floor)`` once the thread has MIN_FIT_COUNTERS regular

@@ -15,7 +15,9 @@ affinely, ``c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k`` with f_k = (k / T)
 (1 / beta), so they are solved exactly by least squares for each (window, reciprocity,
 beta); those two are scanned on a log lattice that is refined around the cells whose
 residual could still fall under the tolerance, deeper while no point is consistent (a
-costly item's cent is a tiny share of its price). Every step is vectorised with numpy;
+costly item's cent is a tiny share of its price). A solution off the box (0 < w <= 1,
+the seller's lowest possible floor <= F < anchor) is projected onto it, so that a seller
+whose parameters lie on its edge is still found. Every step is vectorised with numpy;
 one posterior is computed once per bilateral thread.
 
 The closing offer is the highest of the consistent sets' lowest accepted offers plus a
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,6 +62,7 @@ DEEPEST = 7  # and more, up to this many, while none is consistent (costly items
 # is a tiny share of their price, so the lattice must be finer to land within one)
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
 CHUNK = 4096  # (reciprocity, beta) pairs whose residuals are computed at once
+W_MIN = 1e-3  # the lowest time weight a set may have (the box is 0 < w <= 1)
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
 # The closing offer's margin over the highest predicted line. Without one, on the 1,647
 # final offers of 3,200 episodes (4 personas x 400 seeds, with and without tactics
@@ -161,10 +165,25 @@ def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int
     if redo.any():
         u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
         floor, mix = fit(u, w)
-    with np.errstate(invalid="ignore"):
+    # A solution off the box (0 < w <= 1, least <= floor < anchor) is projected onto it, the
+    # other parameter re-solved with this one at its edge. A set of the model on the box's
+    # edge (a low time weight leaves the floor ill-determined) then has lattice neighbours
+    # with finite residuals that the refinement follows to it; marked impossible, they were
+    # dropped and the seller went unexplained.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_in = np.clip(w, W_MIN, 1.0)
+        moved = w_in != w
+        floor = np.where(
+            moved, (f * (y - w_in[:, None] * g)).sum(-1) / (f * f).sum(-1) / w_in, floor
+        )
+        f_in = np.clip(floor, least, anchor * (1.0 - 1e-9))
+        moved = f_in != floor
+        edge = f_in[:, None] * f + g
+        w_in = np.where(moved, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
+        w, floor = np.clip(w_in, W_MIN, 1.0), f_in
+        _, mix = fit(w * floor, w)
         err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
-        ok = np.isfinite(err) & (w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < anchor)
-    return floor, w, np.where(ok, err, np.inf)
+    return floor, w, np.where(np.isfinite(err), err, np.inf)
 
 
 def consistent_fits(
@@ -266,19 +285,26 @@ def with_margin(lines):
     return _ceil_cents(np.asarray(lines) * (1.0 + CLOSE_MARGIN) + CLOSE_CENTS)
 
 
-def closing_offer(h: History, anchor: float, patience: int, least: float) -> float | None:
+class Closing(NamedTuple):
+    """What the posterior says of the offer after the seller's patience."""
+
+    explained: bool  # some parameter set of the model reproduces the counters
+    offer: float | None  # the lowest offer every consistent set accepts (None: no such offer)
+
+
+def closing_offer(h: History, anchor: float, patience: int, least: float) -> Closing:
     """The lowest offer every consistent parameter set accepts next (with_margin of the
-    highest), or None: no set is consistent, or one accepts nothing under the last counter,
-    or the offer would not be under it."""
+    highest); no offer when no set is consistent, or one accepts nothing under the last
+    counter, or the offer would not be under it."""
     fits = consistent_fits(h, anchor, patience, least)
     if not len(fits):
-        return None
+        return Closing(False, None)
     last = h.counters[-1]
     lines = lowest_accepted_next(h, fits, last)
     if np.isnan(lines).any():
-        return None
+        return Closing(True, None)
     offer = float(with_margin(lines.max()))
-    return offer if offer < last else None
+    return Closing(True, offer if offer < last else None)
 
 
 def patience_offer(
