@@ -170,20 +170,29 @@ def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int
     # edge (a low time weight leaves the floor ill-determined) then has lattice neighbours
     # with finite residuals that the refinement follows to it; marked impossible, they were
     # dropped and the seller went unexplained.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w_in = np.clip(w, W_MIN, 1.0)
-        moved = w_in != w
-        floor = np.where(
-            moved, (f * (y - w_in[:, None] * g)).sum(-1) / (f * f).sum(-1) / w_in, floor
-        )
-        f_in = np.clip(floor, least, anchor * (1.0 - 1e-9))
-        moved = f_in != floor
-        edge = f_in[:, None] * f + g
-        w_in = np.where(moved, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
-        w, floor = np.clip(w_in, W_MIN, 1.0), f_in
-        _, mix = fit(w * floor, w)
+    with np.errstate(invalid="ignore"):
+        off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < anchor))
+    if off.any():
+        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], least, anchor)
+        wo = w[off][:, None]
+        mix[off] = wo * (floor[off][:, None] * f[off] + time_part[off]) + (1.0 - wo) * tft[off]
+    with np.errstate(invalid="ignore"):
         err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
     return floor, w, np.where(np.isfinite(err), err, np.inf)
+
+
+def _onto_box(f, g, y, w, floor, least: float, anchor: float):
+    """(w, floor) per row moved onto the box: w clipped to [W_MIN, 1] with the floor
+    re-solved for it by least squares, then the floor clipped to [least, anchor) with w
+    re-solved for it (and clipped again)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_in = np.clip(w, W_MIN, 1.0)
+        wy = y - w_in[:, None] * g
+        floor = np.where(w_in != w, (f * wy).sum(-1) / (f * f).sum(-1) / w_in, floor)
+        f_in = np.clip(floor, least, anchor * (1.0 - 1e-9))
+        edge = f_in[:, None] * f + g
+        w_in = np.where(f_in != floor, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
+    return np.clip(w_in, W_MIN, 1.0), f_in
 
 
 def consistent_fits(
