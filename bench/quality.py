@@ -23,8 +23,11 @@ Supplier families (``--families``; tables per family and preset):
   rule    the presets as they are (the suppliers the expert was tuned against)
   mixed   HELD OUT: the same presets, but right after reset every supplier's concession
           tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
-  field   HELD OUT: the "bilateral" preset with each field persona (negotiation/field.py,
-          third-party negotiators; needs the optional negmas packages, skipped otherwise)
+  field   HELD OUT from tuning: the "bilateral" preset with each field persona
+          (negotiation/field.py, third-party negotiators; needs the optional negmas
+          packages, skipped otherwise). Two rules for sellers the model does not explain
+          were designed with them in view, no number fitted to them: the halfway offer at
+          the seller's patience and the trend of its concessions (beliefs.trend_offer)
 
 A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
 oracle, the expert's and the oracle's deal rates and the scripts whose mean score or buyer
