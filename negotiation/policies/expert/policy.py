@@ -36,7 +36,7 @@ only cache pure functions of the observation).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...concession import STALL_MOVE, TFT_STEP_CAP
 from ...guard import BAND
@@ -58,6 +58,9 @@ from .beliefs import (
     trend_offer,
 )
 from .planning import Plan, Planner
+
+if TYPE_CHECKING:  # numpy is imported with the posterior only when one is computed
+    from .posterior import Closing
 
 CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before offer T
 # Bilateral: one early raise of PROBE_RAISE (a move of a size tit-for-tat mirrors well
@@ -217,7 +220,7 @@ class ExpertPolicy(Policy):
         closing = self._closing(obs, s, r, th)
         return None if closing is None else closing.offer
 
-    def _closing(self, obs: Observation, s, r, th):
+    def _closing(self, obs: Observation, s, r, th) -> Closing | None:
         """posterior.Closing for the offer after the seller's patience (None: the thread
         has too few regular counters for a posterior)."""
 
@@ -243,7 +246,7 @@ class ExpertPolicy(Policy):
         offer = ceil_cents(max(offer, LOWEST_FLOOR_COST * (obs.seller_cost or 0.0)))
         return offer if offer < th.counter_price else None
 
-    def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> float | None:
+    def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> Any:
         """``use(history, anchor, lowest floor)`` once the thread has MIN_FIT_COUNTERS regular
         counters (else None), computed once per kind, thread and offer count. The posterior is
         imported there: numpy's import starts OpenBLAS threads that spin for a while (~0.15 s
