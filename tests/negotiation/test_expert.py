@@ -107,7 +107,8 @@ def test_the_final_offer_never_goes_under_what_the_seller_accepts():
             if th.status != "open":
                 continue
             pol = get_policy("expert", seed=seed)
-            final = pol._final_offer(obs, obs.suppliers[0], obs.requirements[0], th)
+            closing = pol._closing(obs, obs.suppliers[0], obs.requirements[0], th)
+            final = None if closing is None else closing.offer
             true = lowest_accepted(
                 env.th_hidden[("S01", "R01")], env.hidden["S01"], 9, 0, th.counter_price
             )

@@ -161,12 +161,13 @@ class ExpertPolicy(Policy):
             return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, _rate(th))))
         if th.offers == T - 1:
             return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, s, r, th)))
-        final = self._final_offer(obs, s, r, th)
+        closing = self._closing(obs, s, r, th)
+        final = None if closing is None else closing.offer
         if th.counter_price > cap:
             # Past its patience the seller still asks more than the buyer can pay: the
             # buyer's best and final offer is all that is left.
             return acting.negotiate(s.id, r.id, min(cap, final or cap))
-        if final is None and th.offers == T:
+        if closing is not None and not closing.explained and th.offers == T:
             final = self._trend_final(obs, th)
         if final is None or final >= th.counter_price or th.offers > T:
             return acting.award(s.id, r.id, qty)
@@ -214,15 +215,10 @@ class ExpertPolicy(Policy):
         planned = self._from_posterior("ahead", obs, s, r, th, plan)
         return creep if planned is None else planned
 
-    def _final_offer(self, obs: Observation, s, r, th) -> float | None:
-        """The offer after the seller's patience from the model's consistent parameter
-        sets (None: none reproduces the thread, or they offer none)."""
-        closing = self._closing(obs, s, r, th)
-        return None if closing is None else closing.offer
-
     def _closing(self, obs: Observation, s, r, th) -> Closing | None:
-        """posterior.Closing for the offer after the seller's patience (None: the thread
-        has too few regular counters for a posterior)."""
+        """posterior.Closing for the offer after the seller's patience: whether the model's
+        consistent parameter sets explain the thread, and their final offer (None: the
+        thread has too few regular counters for a posterior)."""
 
         def close(h, anchor, least):
             from .posterior import closing_offer
@@ -232,14 +228,10 @@ class ExpertPolicy(Policy):
         return self._from_posterior("closing", obs, s, r, th, close)
 
     def _trend_final(self, obs: Observation, th) -> float | None:
-        """The final offer to a seller the documented model does not explain (no consistent
-        set; a field agent, an LLM) from the trend of its concessions (beliefs.trend_offer),
-        when that is under its counter and not under the lowest floor any persona can have;
-        None otherwise (then the counter is awarded)."""
-        s, r = obs.suppliers[0], obs.requirements[0]
-        closing = self._closing(obs, s, r, th)
-        if closing is None or closing.explained:
-            return None
+        """The final offer to a seller the documented model does not explain (a field
+        agent, an LLM) from the trend of its concessions (beliefs.trend_offer), when that is
+        under its counter and not under the lowest floor any persona can have; None
+        otherwise (then the counter is awarded)."""
         offer = trend_offer(history(th).counters)
         if offer is None:
             return None
