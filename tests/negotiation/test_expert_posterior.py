@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from negotiation.concession import floor_now, next_ask, pressure, record
+from negotiation import ProcurementEnv, load_scenario
+from negotiation.concession import HARDEN_MARGIN, floor_now, next_ask, pressure, record
 from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
 from negotiation.policies.expert import posterior
-from negotiation.policies.expert.beliefs import History, history, trend_offer
+from negotiation.policies.expert.beliefs import History, floor_range, history, trend_offer
 from negotiation.policies.expert.policy import AHEAD, PRE_RATES, PROBE_OFFER, PROBE_RAISE
 from negotiation.policies.expert.posterior import (
     COUNTER_TOL,
@@ -25,6 +26,7 @@ from negotiation.policies.expert.posterior import (
     patience_offer,
 )
 from negotiation.policies.lookahead import lowest_accepted
+from negotiation.suppliers import PERSONA_PARAMS
 from tests.negotiation.bilateral import play_expert
 
 
@@ -118,6 +120,51 @@ def test_a_seller_on_the_edge_of_the_box_is_explained():
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
     closing = closing_offer(h, 546.0, 8, least)
     assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+
+
+def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():
+    """A hardball seller (rule family, seed 42) whose counters leave its floor and
+    reciprocity confounded: the prior box alone admits floors up to 1.33 x its cost, so every
+    set's final offer is covered only at its counter. The highest floor any persona can have
+    at the public cost (beliefs.floor_range) rules those out, and the closing offer falls
+    under the counter and is still one the true seller takes."""
+    cost = 3.08
+    th = ThreadHidden(3.230699562939935, cost, 3.3904862433874348, 5.72, 0.32843591354096907, 8)
+    sh = SupplierHidden(
+        time_weight=0.5281085719584777, reciprocity=0.602142115241345, tft_window=2,
+        stall_rounds=2, quarter_end=9, quarter_pressure=0.05965129520599455,
+        overstock=0.03249422188897616,
+    )  # fmt: skip
+    h = _haggle(th, sh, [2.68, 2.7, 2.84, 2.86, 2.88, 3.03, 3.11, 3.86])
+    assert h.counters[-2:] == (4.6, 3.89)  # as the buyer saw them
+    least, most = floor_range(cost, h)
+    assert least <= floor_now(th, pressure(sh, 0)) < most < 1.2 * cost
+    wide = consistent_fits(h, 5.72, 8, least)
+    assert wide.floor.max() > most  # the premise: the box alone leaves those floors in
+    assert closing_offer(h, 5.72, 8, least) == (True, None)  # award the counter
+    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
+    closing = closing_offer(h, 5.72, 8, least, most)
+    assert closing.explained and true is not None and true <= closing.offer < 3.89
+
+
+def test_the_floor_range_holds_every_persona_and_widens_after_a_stall():
+    """floor_range bounds every persona's floor at the public cost (the worlds' own draws),
+    and allows for a hardened seller once an offer stalled."""
+    for persona in PERSONA_PARAMS:
+        cfg = load_scenario("bilateral", persona=persona)
+        for seed in range(40):
+            env = ProcurementEnv(cfg)
+            env.reset(seed=seed)
+            th = env.hidden_thread_now("S01", env.requirements[0])
+            least, most = floor_range(env.seller_cost, History((), (), True))
+            assert least <= th.reservation * (1.0 + BAND) and th.floor < most, (persona, seed)
+    moving = History((10.0, 10.06, 10.2), (20.0, 19.0, 18.0), True)
+    stalled = History((10.0, 10.2, 10.21), (20.0, 19.0, 18.0), True)
+    retreat = History((10.0, 10.2, 9.0), (20.0, 19.0, 18.0), True)
+    assert not moving.stalled and stalled.stalled and retreat.stalled
+    assert floor_range(1.0, stalled)[1] == pytest.approx(
+        floor_range(1.0, moving)[1] * (1.0 + HARDEN_MARGIN)
+    )
 
 
 @pytest.mark.parametrize(("beta", "w", "rec", "d"), [(0.2, 0.7, 0.6, 2), (2.5, 0.55, 1.1, 1)])
@@ -214,7 +261,7 @@ def test_residuals_in_chunks_equal_one_pass(monkeypatch):
     h = _haggle(th, sh, OFFERS)
     rng = np.random.default_rng(0)
     rec, beta = np.exp(rng.uniform(-2.3, 0.9, 5000)), np.exp(rng.uniform(-2.5, 2.1, 5000))
-    args = (h, 90.0, 8, 50.0, 2, rec, beta)
+    args = (h, 90.0, 8, posterior.Floors(50.0, 60.0), 2, rec, beta)
     monkeypatch.setattr(posterior, "CHUNK", 10**6)
     whole = posterior._residuals(*args)
     monkeypatch.setattr(posterior, "CHUNK", 333)

@@ -15,6 +15,7 @@ import itertools
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ...concession import HARDEN_MARGIN, STALL_MOVE
 from ...guard import BAND
 from ...observation import Observation
 from ...suppliers import PERSONA_PARAMS
@@ -51,6 +52,11 @@ SAFE_OPEN_COST = 1.005 * max(
     (1.0 + _hi("margin", p)) * (1.0 - _lo("insult", p)) for p in PERSONA_PARAMS
 )
 LOWEST_FLOOR_COST = min(1.0 + _lo("margin", p) for p in PERSONA_PARAMS) * (1.0 + BAND)
+# And the highest: reservation x (1 + floor margin) at the top of every range, before a
+# stalled buyer hardens it (concession.HARDEN_MARGIN); pressure only lowers it.
+HIGHEST_FLOOR_COST = max(
+    (1.0 + _hi("margin", p)) * (1.0 + _hi("floor_margin", p)) for p in PERSONA_PARAMS
+)
 # Offers the expert may make on a thread of unknown patience: none walks before its patience.
 SAFE_ROUNDS = min(int(_lo("patience", p)) for p in PERSONA_PARAMS)
 
@@ -170,6 +176,13 @@ class History(NamedTuple):
     regular: bool  # a plain offer/counter sequence (no escalation, no walk-out)
 
     @property
+    def stalled(self) -> bool:
+        """Some offer did not move STALL_MOVE above the buyer's best before it: the seller
+        may have hardened (concession.py)."""
+        bests = self.bests
+        return any(o < b * (1.0 + STALL_MOVE) for o, b in zip(self.offers[1:], bests, strict=False))
+
+    @property
     def bests(self) -> tuple[float, ...]:
         """The buyer's best offer so far after each offer: what tit-for-tat measures the
         next offer from (concession.py)."""
@@ -209,6 +222,15 @@ def trend_offer(counters: tuple[float, ...]) -> float | None:
     if steps[0] <= 0.0 or any(b <= a for a, b in itertools.pairwise(steps)):
         return None
     return counters[-1] - TREND_SHARE * steps[-1]
+
+
+def floor_range(cost: float, h: History) -> tuple[float, float]:
+    """The lowest and highest floor a rule seller can have at its public unit cost; the
+    highest raised by HARDEN_MARGIN once the buyer has stalled."""
+    most = cost * HIGHEST_FLOOR_COST
+    if h.stalled:
+        most *= 1.0 + HARDEN_MARGIN
+    return cost * LOWEST_FLOOR_COST, most
 
 
 def expected_price(anchor: float, rounds: int) -> float:

@@ -39,7 +39,6 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ...concession import STALL_MOVE, TFT_STEP_CAP
-from ...guard import BAND
 from ...observation import Observation
 from ..base import Policy
 from . import acting
@@ -54,6 +53,7 @@ from .beliefs import (
     Evidence,
     SupplierView,
     expected_price,
+    floor_range,
     history,
     trend_offer,
 )
@@ -190,12 +190,12 @@ class ExpertPolicy(Policy):
             halfway = max(halfway, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
         halfway = min(halfway, top)
 
-        def plan(h, anchor, least):
+        def plan(h, anchor, least, most):
             from .posterior import patience_offer
 
             lo = self.next_offer(th)
             grid = [ceil_cents(lo * (top / lo) ** (i / (GRID - 1))) for i in range(GRID)]
-            return patience_offer(h, anchor, obs.max_rounds or 1, least, [halfway, *grid])
+            return patience_offer(h, anchor, obs.max_rounds or 1, least, [halfway, *grid], most)
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
         return halfway if planned is None else planned
@@ -206,11 +206,11 @@ class ExpertPolicy(Policy):
         (posterior.ahead_offer); a creep without a posterior."""
         creep = self.next_offer(th, _rate(th))
 
-        def plan(h, anchor, least):
+        def plan(h, anchor, least, most):
             from .posterior import ahead_offer
 
             cands = sorted({creep, *(self.next_offer(th, rate) for rate in PRE_RATES)})
-            return ahead_offer(h, anchor, obs.max_rounds or 1, least, cands)
+            return ahead_offer(h, anchor, obs.max_rounds or 1, least, cands, most)
 
         planned = self._from_posterior("ahead", obs, s, r, th, plan)
         return creep if planned is None else planned
@@ -220,10 +220,10 @@ class ExpertPolicy(Policy):
         consistent parameter sets explain the thread, and their final offer (None: the
         thread has too few regular counters for a posterior)."""
 
-        def close(h, anchor, least):
+        def close(h, anchor, least, most):
             from .posterior import closing_offer
 
-            return closing_offer(h, anchor, obs.max_rounds or 1, least)
+            return closing_offer(h, anchor, obs.max_rounds or 1, least, most)
 
         return self._from_posterior("closing", obs, s, r, th, close)
 
@@ -239,18 +239,18 @@ class ExpertPolicy(Policy):
         return offer if offer < th.counter_price else None
 
     def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> Any:
-        """``use(history, anchor, lowest floor)`` once the thread has MIN_FIT_COUNTERS regular
-        counters (else None), computed once per kind, thread and offer count. The posterior is
-        imported there: numpy's import starts OpenBLAS threads that spin for a while (~0.15 s
-        CPU), which arena-only processes need not pay."""
+        """``use(history, anchor, lowest floor, highest floor)`` once the thread has
+        MIN_FIT_COUNTERS regular counters (else None; the floors are beliefs.floor_range's),
+        computed once per kind, thread and offer count. The posterior is imported there:
+        numpy's import starts OpenBLAS threads that spin for a while (~0.15 s CPU), which
+        arena-only processes need not pay."""
         key = (kind, obs.episode_key, s.id, r.id, th.offers)
         if key not in self._posterior_offers:
             h = history(th)
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             value = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                # A seller's floor is never under its band above the reservation >= its cost.
-                value = use(h, anchor, (obs.seller_cost or 0.0) * (1.0 + BAND))
+                value = use(h, anchor, *floor_range(obs.seller_cost or 0.0, h))
             self._posterior_offers[key] = value
         return self._posterior_offers[key]
 

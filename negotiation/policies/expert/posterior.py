@@ -15,10 +15,12 @@ affinely, ``c_k = w F f_k + w (A (1 - f_k) - tft_k) + tft_k`` with f_k = (k / T)
 (1 / beta), so they are solved exactly by least squares for each (window, reciprocity,
 beta); those two are scanned on a log lattice that is refined around the cells whose
 residual could still fall under the tolerance, deeper while no point is consistent (a
-costly item's cent is a tiny share of its price). A solution off the box (0 < w <= 1,
-the seller's lowest possible floor <= F < anchor) is projected onto it, so that a seller
-whose parameters lie on its edge is still found. Every step is vectorised with numpy;
-one posterior is computed once per bilateral thread.
+costly item's cent is a tiny share of its price). The floor's box runs from the lowest to
+the highest floor any persona can have at the seller's public cost (the documented margin
+ranges; the tactics, which the held-out mixed family re-draws, do not enter it), and stays
+under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is projected onto
+it, so that a seller whose parameters lie on its edge is still found. Every step is
+vectorised with numpy; one posterior is computed once per bilateral thread.
 
 The closing offer is the highest of the consistent sets' lowest accepted offers plus a
 margin (with_margin): CLOSE_MARGIN of the price for the truth lying between lattice points,
@@ -87,6 +89,13 @@ PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over off
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
 
 
+class Floors(NamedTuple):
+    """The floors the search admits: least <= floor < top."""
+
+    least: float
+    top: float
+
+
 @dataclass(frozen=True, slots=True)
 class Consistent:
     """Parameter sets of the supplier model that reproduce a thread's counters."""
@@ -128,20 +137,20 @@ def _solve(f, g, y, weights=None):
         return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
 
 
-def _residuals(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
+def _residuals(h: History, anchor: float, patience: int, floors: Floors, d: int, rec, beta):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
     floor or weight is impossible. Computed CHUNK pairs at a time: every row is independent,
     and small temporaries stay in cache instead of faulting in fresh pages."""
     if len(rec) <= CHUNK:
-        return _residuals_of(h, anchor, patience, least, d, rec, beta)
+        return _residuals_of(h, anchor, patience, floors, d, rec, beta)
     parts = [
-        _residuals_of(h, anchor, patience, least, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
+        _residuals_of(h, anchor, patience, floors, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
         for i in range(0, len(rec), CHUNK)
     ]
     return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
 
 
-def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int, rec, beta):
+def _residuals_of(h: History, anchor: float, patience: int, floors: Floors, d: int, rec, beta):
     counters = np.asarray(h.counters)
     k = np.arange(1, len(counters) + 1)
     tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
@@ -165,15 +174,16 @@ def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int
     if redo.any():
         u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
         floor, mix = fit(u, w)
-    # A solution off the box (0 < w <= 1, least <= floor < anchor) is projected onto it, the
+    # A solution off the box (0 < w <= 1, least <= floor < top) is projected onto it, the
     # other parameter re-solved with this one at its edge. A set of the model on the box's
     # edge (a low time weight leaves the floor ill-determined) then has lattice neighbours
     # with finite residuals that the refinement follows to it; marked impossible, they were
     # dropped and the seller went unexplained.
+    least, top = floors
     with np.errstate(invalid="ignore"):
-        off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < anchor))
+        off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < top))
     if off.any():
-        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], least, anchor)
+        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], floors)
         wo = w[off][:, None]
         mix[off] = wo * (floor[off][:, None] * f[off] + time_part[off]) + (1.0 - wo) * tft[off]
     with np.errstate(invalid="ignore"):
@@ -181,26 +191,34 @@ def _residuals_of(h: History, anchor: float, patience: int, least: float, d: int
     return floor, w, np.where(np.isfinite(err), err, np.inf)
 
 
-def _onto_box(f, g, y, w, floor, least: float, anchor: float):
+def _onto_box(f, g, y, w, floor, floors: Floors):
     """(w, floor) per row moved onto the box: w clipped to [W_MIN, 1] with the floor
-    re-solved for it by least squares, then the floor clipped to [least, anchor) with w
+    re-solved for it by least squares, then the floor clipped to [least, top) with w
     re-solved for it (and clipped again)."""
+    least, top = floors
     with np.errstate(divide="ignore", invalid="ignore"):
         w_in = np.clip(w, W_MIN, 1.0)
         wy = y - w_in[:, None] * g
         floor = np.where(w_in != w, (f * wy).sum(-1) / (f * f).sum(-1) / w_in, floor)
-        f_in = np.clip(floor, least, anchor * (1.0 - 1e-9))
+        f_in = np.clip(floor, least, top * (1.0 - 1e-9))
         edge = f_in[:, None] * f + g
         w_in = np.where(f_in != floor, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
     return np.clip(w_in, W_MIN, 1.0), f_in
 
 
 def consistent_fits(
-    h: History, anchor: float, patience: int, least: float, keep: int = KEEP
+    h: History,
+    anchor: float,
+    patience: int,
+    least: float,
+    keep: int = KEEP,
+    most: float = math.inf,
 ) -> Consistent:
     """Every lattice point of the model that reproduces the counters within COUNTER_TOL.
-    ``least``: the lowest floor possible (the seller's cost plus the guard's band); ``keep``:
-    candidate cells carried into each refinement."""
+    ``least`` and ``most``: the lowest and highest floor the seller can have (from its
+    public cost; the floor is also under the anchor); ``keep``: candidate cells carried
+    into each refinement."""
+    floors = Floors(least, min(anchor, most))
     fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
     r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
     sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
@@ -216,7 +234,7 @@ def consistent_fits(
         i, j, step, slack = i0, j0, fine, SLACK * anchor
         for level in range(DEEPEST + 1):
             floor, w, err = _residuals(
-                h, anchor, patience, least, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
+                h, anchor, patience, floors, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
             )
             hit = err <= COUNTER_TOL
             if level == DEEPEST or (level >= REFINEMENTS and hit.any()):
@@ -301,11 +319,13 @@ class Closing(NamedTuple):
     offer: float | None  # the lowest offer every consistent set accepts (None: no such offer)
 
 
-def closing_offer(h: History, anchor: float, patience: int, least: float) -> Closing:
+def closing_offer(
+    h: History, anchor: float, patience: int, least: float, most: float = math.inf
+) -> Closing:
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
-    fits = consistent_fits(h, anchor, patience, least)
+    fits = consistent_fits(h, anchor, patience, least, most=most)
     if not len(fits):
         return Closing(False, None)
     last = h.counters[-1]
@@ -317,13 +337,18 @@ def closing_offer(h: History, anchor: float, patience: int, least: float) -> Clo
 
 
 def patience_offer(
-    h: History, anchor: float, patience: int, least: float, candidates: list[float]
+    h: History,
+    anchor: float,
+    patience: int,
+    least: float,
+    candidates: list[float],
+    most: float = math.inf,
 ) -> float | None:
     """The offer at the seller's patience (offer T) among ``candidates`` with the lowest
     mean price over the consistent sets: a set whose ask it meets accepts it; for the others
     the buyer sees its counter and then makes closing_offer's final offer among the sets
     that predict that counter, or awards the counter. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, least, PLAN_KEEP)
+    fits = consistent_fits(h, anchor, patience, least, PLAN_KEEP, most)
     if not len(fits):
         return None
     now = lowest_accepted_next(h, fits, h.counters[-1])
@@ -387,7 +412,12 @@ def _back(seq: list, k: int, d) -> np.ndarray:
 
 
 def ahead_offer(
-    h: History, anchor: float, patience: int, least: float, candidates: list[float]
+    h: History,
+    anchor: float,
+    patience: int,
+    least: float,
+    candidates: list[float],
+    most: float = math.inf,
 ) -> float | None:
     """The next offer before the seller's patience among ``candidates`` with the lowest mean
     price over the consistent sets, each set then meeting its own best offers up to offer T
@@ -395,7 +425,7 @@ def ahead_offer(
     own final offer. The final offer is mirrored against the seller's answer a window
     back (offer T-1 for a window of 2, T-2 for 3), so a raise there lowers the base it is
     priced from. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, least, PRE_KEEP)
+    fits = consistent_fits(h, anchor, patience, least, PRE_KEEP, most)
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
