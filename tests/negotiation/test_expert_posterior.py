@@ -122,6 +122,32 @@ def test_a_seller_on_the_edge_of_the_box_is_explained():
     assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
 
 
+def test_clamped_counters_do_not_hide_the_seller():
+    """A held-out seller (mixed family, seed 85): a Boulware clock whose fourth and fifth
+    counters are clamped at the third. They bend the first least-squares fit so much that
+    one refit without them still counts one; with REFITS its own parameters land within
+    the tolerance, and the seller is explained to the end (it was not from its seventh
+    counter on), with a closing offer it takes."""
+    th = ThreadHidden(308.37685032534574, 294.0, 324.1331503896529, 546.0, 0.1361737523501526, 8)
+    sh = SupplierHidden(
+        time_weight=0.36487848134779666, reciprocity=0.6650016502583553, tft_window=1,
+        stall_rounds=3, quarter_end=10, quarter_pressure=0.8477825424633293,
+        overstock=0.0002694627952665785,
+    )  # fmt: skip
+    h = _haggle(th, sh, [255.29, 256.83, 269.68, 271.3, 272.93, 274.57, 295.17, 391.59])
+    assert h.counters[2:5] == (534.01, 534.01, 534.01)  # as the buyer saw them
+    least, most = floor_range(294.0, h)
+    rec, beta = np.array([sh.reciprocity]), np.array([th.beta])
+    err = posterior._residuals(h, 546.0, 8, posterior.Floors(least, most), 1, rec, beta)[2]
+    assert err[0] <= COUNTER_TOL
+    for n in range(5, 9):
+        part = History(h.offers[:n], h.counters[:n], True)
+        assert 1 in set(consistent_fits(part, 546.0, 8, least, most=most).window.tolist()), n
+    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
+    closing = closing_offer(h, 546.0, 8, least, most)
+    assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+
+
 def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():
     """A hardball seller (rule family, seed 42) whose counters leave its floor and
     reciprocity confounded: the prior box alone admits floors up to 1.33 x its cost, so every

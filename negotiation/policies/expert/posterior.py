@@ -64,6 +64,10 @@ DEEPEST = 7  # and more, up to this many, while none is consistent (costly items
 # is a tiny share of their price, so the lattice must be finer to land within one)
 KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
 CHUNK = 4096  # (reciprocity, beta) pairs whose residuals are computed at once
+# Refits without the clamped rounds. One left a held-out seller unexplained (mixed family,
+# seed 85: a Boulware clock whose three clamped counters bent the first fit, so the second
+# still counted one of them; its own parameters missed by 16 cents, 0.3 cents after this).
+REFITS = 2
 W_MIN = 1e-3  # the lowest time weight a set may have (the box is 0 < w <= 1)
 SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consistent point
 # The closing offer's margin over the highest predicted line. Without one, on the 1,647
@@ -166,12 +170,15 @@ def _residuals_of(h: History, anchor: float, patience: int, floors: Floors, d: i
 
     u, w = _solve(f, g, y)
     floor, mix = fit(u, w)
-    # Once more without the rounds a clamp decided, where that leaves at least three (the
-    # other rows keep their fit: their weights would all be ones again).
-    free = (mix >= floor[:, None]) & (mix <= prev)
-    n_free = free.sum(-1)
-    redo = (n_free >= 3) & (n_free < free.shape[1])
-    if redo.any():
+    # Again without the rounds a clamp decided, where that leaves at least three (the
+    # other rows keep their fit: their weights would all be ones again), REFITS times: the
+    # clamped rounds are read off the fit before, which the clamped rounds themselves bent.
+    for _ in range(REFITS):
+        free = (mix >= floor[:, None]) & (mix <= prev)
+        n_free = free.sum(-1)
+        redo = (n_free >= 3) & (n_free < free.shape[1])
+        if not redo.any():
+            break
         u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
         floor, mix = fit(u, w)
     # A solution off the box (0 < w <= 1, least <= floor < top) is projected onto it, the
