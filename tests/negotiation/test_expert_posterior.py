@@ -188,6 +188,7 @@ def test_the_floor_range_holds_every_persona_and_widens_after_a_stall():
     stalled = History((10.0, 10.2, 10.21), (20.0, 19.0, 18.0), True)
     retreat = History((10.0, 10.2, 9.0), (20.0, 19.0, 18.0), True)
     assert not moving.stalled and stalled.stalled and retreat.stalled
+    assert floor_range(None, moving) == (0.0, math.inf)  # no public cost: no bound
     assert floor_range(1.0, stalled)[1] == pytest.approx(
         floor_range(1.0, moving)[1] * (1.0 + HARDEN_MARGIN)
     )

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -224,9 +225,12 @@ def trend_offer(counters: tuple[float, ...]) -> float | None:
     return counters[-1] - TREND_SHARE * steps[-1]
 
 
-def floor_range(cost: float, h: History) -> tuple[float, float]:
+def floor_range(cost: float | None, h: History) -> tuple[float, float]:
     """The lowest and highest floor a rule seller can have at its public unit cost; the
-    highest raised by HARDEN_MARGIN once the buyer has stalled."""
+    highest raised by HARDEN_MARGIN once the buyer has stalled. Unbounded without a public
+    cost (only bilateral games publish it)."""
+    if cost is None:
+        return 0.0, math.inf
     most = cost * HIGHEST_FLOOR_COST
     if h.stalled:
         most *= 1.0 + HARDEN_MARGIN

@@ -250,7 +250,7 @@ class ExpertPolicy(Policy):
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             value = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                value = use(h, anchor, *floor_range(obs.seller_cost or 0.0, h))
+                value = use(h, anchor, *floor_range(obs.seller_cost, h))
             self._posterior_offers[key] = value
         return self._posterior_offers[key]
 
