@@ -13,7 +13,13 @@ from negotiation.concession import HARDEN_MARGIN, floor_now, next_ask, pressure,
 from negotiation.entities import SupplierHidden, ThreadHidden
 from negotiation.guard import BAND
 from negotiation.policies.expert import posterior
-from negotiation.policies.expert.beliefs import History, floor_range, history, trend_offer
+from negotiation.policies.expert.beliefs import (
+    Floors,
+    History,
+    floor_range,
+    history,
+    trend_offer,
+)
 from negotiation.policies.expert.policy import AHEAD, PRE_RATES, PROBE_OFFER, PROBE_RAISE
 from negotiation.policies.expert.posterior import (
     COUNTER_TOL,
@@ -83,7 +89,7 @@ def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale, of
     th, sh = _seller(beta, w, rec, d, scale)
     h = _haggle(th, sh, [round(o * scale, 2) for o in offers])
     least = 48.0 * scale * (1.0 + BAND)
-    fits = consistent_fits(h, 90.0 * scale, 8, least)
+    fits = consistent_fits(h, 90.0 * scale, 8, Floors(least))
     assert len(fits) > 0
     assert d in set(fits.window.tolist())
     near = fits.window == d
@@ -93,7 +99,7 @@ def test_the_true_seller_is_among_the_consistent_sets(beta, w, rec, d, scale, of
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
     lines = lowest_accepted_next(h, fits, h.counters[-1])
     assert true is not None and lines.max() >= true - 0.01
-    offer = closing_offer(h, 90.0 * scale, 8, least).offer
+    offer = closing_offer(h, 90.0 * scale, 8, Floors(least)).offer
     assert offer is None or true <= offer < h.counters[-1]
 
 
@@ -115,10 +121,10 @@ def test_a_seller_on_the_edge_of_the_box_is_explained():
     least = 294.0 * (1.0 + BAND)
     for n in range(5, 9):
         part = History(h.offers[:n], h.counters[:n], True)
-        fits = consistent_fits(part, 546.0, 8, least)
+        fits = consistent_fits(part, 546.0, 8, Floors(least))
         assert 1 in set(fits.window.tolist()), n
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 546.0, 8, least)
+    closing = closing_offer(h, 546.0, 8, Floors(least))
     assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
 
 
@@ -136,15 +142,15 @@ def test_clamped_counters_do_not_hide_the_seller():
     )  # fmt: skip
     h = _haggle(th, sh, [255.29, 256.83, 269.68, 271.3, 272.93, 274.57, 295.17, 391.59])
     assert h.counters[2:5] == (534.01, 534.01, 534.01)  # as the buyer saw them
-    least, most = floor_range(294.0, h)
+    floors = floor_range(294.0, h)
     rec, beta = np.array([sh.reciprocity]), np.array([th.beta])
-    err = posterior._residuals(h, 546.0, 8, posterior.Floors(least, most), 1, rec, beta)[2]
+    err = posterior._residuals(h, 546.0, 8, floors, 1, rec, beta)[2]
     assert err[0] <= COUNTER_TOL
     for n in range(5, 9):
         part = History(h.offers[:n], h.counters[:n], True)
-        assert 1 in set(consistent_fits(part, 546.0, 8, least, most=most).window.tolist()), n
+        assert 1 in set(consistent_fits(part, 546.0, 8, floors).window.tolist()), n
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 546.0, 8, least, most)
+    closing = closing_offer(h, 546.0, 8, floors)
     assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
 
 
@@ -163,13 +169,14 @@ def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():
     )  # fmt: skip
     h = _haggle(th, sh, [2.68, 2.7, 2.84, 2.86, 2.88, 3.03, 3.11, 3.86])
     assert h.counters[-2:] == (4.6, 3.89)  # as the buyer saw them
-    least, most = floor_range(cost, h)
-    assert least <= floor_now(th, pressure(sh, 0)) < most < 1.2 * cost
-    wide = consistent_fits(h, 5.72, 8, least)
-    assert wide.floor.max() > most  # the premise: the box alone leaves those floors in
-    assert closing_offer(h, 5.72, 8, least) == (True, None)  # award the counter
+    floors = floor_range(cost, h)
+    assert floors.least <= floor_now(th, pressure(sh, 0)) < floors.most < 1.2 * cost
+    # The premise: the prior box alone (up to the anchor) leaves those floors in.
+    wide = Floors(floors.least)
+    assert consistent_fits(h, 5.72, 8, wide).floor.max() > floors.most
+    assert closing_offer(h, 5.72, 8, wide) == (True, None)  # award the counter
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 5.72, 8, least, most)
+    closing = closing_offer(h, 5.72, 8, floors)
     assert closing.explained and true is not None and true <= closing.offer < 3.89
 
 
@@ -188,9 +195,9 @@ def test_the_floor_range_holds_every_persona_and_widens_after_a_stall():
     stalled = History((10.0, 10.2, 10.21), (20.0, 19.0, 18.0), True)
     retreat = History((10.0, 10.2, 9.0), (20.0, 19.0, 18.0), True)
     assert not moving.stalled and stalled.stalled and retreat.stalled
-    assert floor_range(None, moving) == (0.0, math.inf)  # no public cost: no bound
-    assert floor_range(1.0, stalled)[1] == pytest.approx(
-        floor_range(1.0, moving)[1] * (1.0 + HARDEN_MARGIN)
+    assert floor_range(None, moving) == Floors(0.0, math.inf)  # no public cost: no bound
+    assert floor_range(1.0, stalled).most == pytest.approx(
+        floor_range(1.0, moving).most * (1.0 + HARDEN_MARGIN)
     )
 
 
@@ -200,11 +207,11 @@ def test_the_time_tactic_sits_at_the_floor_from_offer_t(beta, w, rec, d):
     patience), so the patience offer may close at once."""
     th, sh = _seller(beta, w, rec, d)
     h = _haggle(th, sh, OFFERS[:7])
-    fits = consistent_fits(h, 90.0, 8, 48.0 * (1.0 + BAND))
+    fits = consistent_fits(h, 90.0, 8, Floors(48.0 * (1.0 + BAND)))
     true = lowest_accepted(th, sh, 8, 0, h.counters[-1])
     lines = lowest_accepted_next(h, fits, h.counters[-1])
     assert true is not None and lines.max() >= true - 0.01
-    offer = patience_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), [45.7, 50.0, 57.0])
+    offer = patience_offer(h, 90.0, 8, Floors(48.0 * (1.0 + BAND)), [45.7, 50.0, 57.0])
     assert offer in (45.7, 50.0, 57.0) or true <= offer < h.counters[-1]
 
 
@@ -237,13 +244,13 @@ def test_the_patience_offer_lowers_what_the_expert_pays(monkeypatch):
 def test_counters_the_model_cannot_produce_give_no_prediction():
     """A seller outside the model (an LLM, a field agent): no consistent set, no final offer."""
     rising = History(tuple(OFFERS), (80.0, 81.0, 79.0, 83.0, 70.0, 75.0, 60.0, 66.0), True)
-    assert len(consistent_fits(rising, 90.0, 8, 50.0)) == 0
-    assert closing_offer(rising, 90.0, 8, 50.0) == (False, None)
-    assert patience_offer(rising, 90.0, 8, 50.0, [60.0, 70.0]) is None
+    assert len(consistent_fits(rising, 90.0, 8, Floors(50.0))) == 0
+    assert closing_offer(rising, 90.0, 8, Floors(50.0)) == (False, None)
+    assert patience_offer(rising, 90.0, 8, Floors(50.0), [60.0, 70.0]) is None
     # The same counters as a model seller's, but under the seller's cost: none either.
     th, sh = _seller(0.3, 0.6, 0.8, 2)
     h = _haggle(th, sh, OFFERS)
-    assert closing_offer(h, 90.0, 8, 80.0) == (False, None)
+    assert closing_offer(h, 90.0, 8, Floors(80.0)) == (False, None)
 
 
 def test_the_tolerance_holds_the_true_seller_in_real_episodes():
@@ -288,7 +295,7 @@ def test_residuals_in_chunks_equal_one_pass(monkeypatch):
     h = _haggle(th, sh, OFFERS)
     rng = np.random.default_rng(0)
     rec, beta = np.exp(rng.uniform(-2.3, 0.9, 5000)), np.exp(rng.uniform(-2.5, 2.1, 5000))
-    args = (h, 90.0, 8, posterior.Floors(50.0, 60.0), 2, rec, beta)
+    args = (h, 90.0, 8, Floors(50.0, 60.0), 2, rec, beta)
     monkeypatch.setattr(posterior, "CHUNK", 10**6)
     whole = posterior._residuals(*args)
     monkeypatch.setattr(posterior, "CHUNK", 333)
@@ -301,7 +308,7 @@ def test_lines_for_many_candidates_equal_one_at_a_time():
     the same candidate's bases give on their own."""
     th, sh = _seller(0.3, 0.6, 0.8, 2)
     h = _haggle(th, sh, OFFERS[:-1])
-    fits = consistent_fits(h, 90.0, 8, 50.0)
+    fits = consistent_fits(h, 90.0, 8, Floors(50.0))
     assert len(fits) > 1
     d = np.minimum(fits.window, len(h.counters))
     bases = np.array([[45.0], [50.0], [55.0]])
@@ -317,10 +324,10 @@ def test_each_candidate_is_priced_on_its_own():
     th, sh = _seller(0.6, 0.5, 0.9, 1)
     h = _haggle(th, sh, OFFERS[:-1])
     candidates = [45.7, 48.0, 50.0, 52.0, 55.0, 57.0, 60.0]
-    best = patience_offer(h, 90.0, 8, 50.0, candidates)
+    best = patience_offer(h, 90.0, 8, Floors(50.0), candidates)
     assert best in candidates
     for other in candidates:
-        assert patience_offer(h, 90.0, 8, 50.0, [best, other]) == best, other
+        assert patience_offer(h, 90.0, 8, Floors(50.0), [best, other]) == best, other
 
 
 def _true_price(beta: float, w: float, rec: float, d: int, offers: list[float]) -> float:
@@ -355,7 +362,7 @@ def test_the_offers_before_patience_are_the_true_sellers_best(beta, w, rec, d, m
     last = OFFERS[made - 1]
     cands = [math.ceil(last * 1.006 * 100.0) / 100.0]
     cands += [round(last * (1.0 + rate), 2) for rate in PRE_RATES]
-    chosen = ahead_offer(h, 90.0, 8, 48.0 * (1.0 + BAND), cands)
+    chosen = ahead_offer(h, 90.0, 8, Floors(48.0 * (1.0 + BAND)), cands)
     paid = {c: _true_price(beta, w, rec, d, [*OFFERS[: made - 1], last, c]) for c in cands}
     assert paid[chosen] == pytest.approx(min(paid.values()), abs=0.005), (chosen, paid)
     if d == 2:  # not a tie: the raise saves more than a cent

@@ -225,16 +225,23 @@ def trend_offer(counters: tuple[float, ...]) -> float | None:
     return counters[-1] - TREND_SHARE * steps[-1]
 
 
-def floor_range(cost: float | None, h: History) -> tuple[float, float]:
+class Floors(NamedTuple):
+    """The floors a bilateral seller can have: least <= floor < most."""
+
+    least: float
+    most: float = math.inf
+
+
+def floor_range(cost: float | None, h: History) -> Floors:
     """The lowest and highest floor a rule seller can have at its public unit cost; the
     highest raised by HARDEN_MARGIN once the buyer has stalled. Unbounded without a public
     cost (only bilateral games publish it)."""
     if cost is None:
-        return 0.0, math.inf
+        return Floors(0.0)
     most = cost * HIGHEST_FLOOR_COST
     if h.stalled:
         most *= 1.0 + HARDEN_MARGIN
-    return cost * LOWEST_FLOOR_COST, most
+    return Floors(cost * LOWEST_FLOOR_COST, most)
 
 
 def expected_price(anchor: float, rounds: int) -> float:

@@ -190,12 +190,12 @@ class ExpertPolicy(Policy):
             halfway = max(halfway, ceil_cents(LOWEST_FLOOR_COST * obs.seller_cost))
         halfway = min(halfway, top)
 
-        def plan(h, anchor, least, most):
+        def plan(h, anchor, floors):
             from .posterior import patience_offer
 
             lo = self.next_offer(th)
             grid = [ceil_cents(lo * (top / lo) ** (i / (GRID - 1))) for i in range(GRID)]
-            return patience_offer(h, anchor, obs.max_rounds or 1, least, [halfway, *grid], most)
+            return patience_offer(h, anchor, obs.max_rounds or 1, floors, [halfway, *grid])
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
         return halfway if planned is None else planned
@@ -206,11 +206,11 @@ class ExpertPolicy(Policy):
         (posterior.ahead_offer); a creep without a posterior."""
         creep = self.next_offer(th, _rate(th))
 
-        def plan(h, anchor, least, most):
+        def plan(h, anchor, floors):
             from .posterior import ahead_offer
 
             cands = sorted({creep, *(self.next_offer(th, rate) for rate in PRE_RATES)})
-            return ahead_offer(h, anchor, obs.max_rounds or 1, least, cands, most)
+            return ahead_offer(h, anchor, obs.max_rounds or 1, floors, cands)
 
         planned = self._from_posterior("ahead", obs, s, r, th, plan)
         return creep if planned is None else planned
@@ -220,10 +220,10 @@ class ExpertPolicy(Policy):
         consistent parameter sets explain the thread, and their final offer (None: the
         thread has too few regular counters for a posterior)."""
 
-        def close(h, anchor, least, most):
+        def close(h, anchor, floors):
             from .posterior import closing_offer
 
-            return closing_offer(h, anchor, obs.max_rounds or 1, least, most)
+            return closing_offer(h, anchor, obs.max_rounds or 1, floors)
 
         return self._from_posterior("closing", obs, s, r, th, close)
 
@@ -239,8 +239,8 @@ class ExpertPolicy(Policy):
         return offer if offer < th.counter_price else None
 
     def _from_posterior(self, kind: str, obs: Observation, s, r, th, use) -> Any:
-        """``use(history, anchor, lowest floor, highest floor)`` once the thread has
-        MIN_FIT_COUNTERS regular counters (else None; the floors are beliefs.floor_range's),
+        """``use(history, anchor, floors)`` once the thread has MIN_FIT_COUNTERS regular
+        counters (else None; the floors the seller can have are beliefs.floor_range's),
         computed once per kind, thread and offer count. The posterior is imported there:
         numpy's import starts OpenBLAS threads that spin for a while (~0.15 s CPU), which
         arena-only processes need not pay."""
@@ -250,7 +250,7 @@ class ExpertPolicy(Policy):
             anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
             value = None
             if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                value = use(h, anchor, *floor_range(obs.seller_cost, h))
+                value = use(h, anchor, floor_range(obs.seller_cost, h))
             self._posterior_offers[key] = value
         return self._posterior_offers[key]
 

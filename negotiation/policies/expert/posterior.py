@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...concession import TFT_STEP_CAP
-from .beliefs import History
+from .beliefs import Floors, History
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -91,13 +91,6 @@ PRE_SAMPLE = 400
 PRE_STEPS = 20
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
-
-
-class Floors(NamedTuple):
-    """The floors the search admits: least <= floor < top."""
-
-    least: float
-    top: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,20 +134,21 @@ def _solve(f, g, y, weights=None):
         return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
 
 
-def _residuals(h: History, anchor: float, patience: int, floors: Floors, d: int, rec, beta):
+def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
-    floor or weight is impossible. Computed CHUNK pairs at a time: every row is independent,
-    and small temporaries stay in cache instead of faulting in fresh pages."""
+    floor or weight is impossible (``box``: its ``most`` is under the anchor). Computed
+    CHUNK pairs at a time: every row is independent, and small temporaries stay in cache
+    instead of faulting in fresh pages."""
     if len(rec) <= CHUNK:
-        return _residuals_of(h, anchor, patience, floors, d, rec, beta)
+        return _residuals_of(h, anchor, patience, box, d, rec, beta)
     parts = [
-        _residuals_of(h, anchor, patience, floors, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
+        _residuals_of(h, anchor, patience, box, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
         for i in range(0, len(rec), CHUNK)
     ]
     return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
 
 
-def _residuals_of(h: History, anchor: float, patience: int, floors: Floors, d: int, rec, beta):
+def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
     counters = np.asarray(h.counters)
     k = np.arange(1, len(counters) + 1)
     tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
@@ -186,11 +180,11 @@ def _residuals_of(h: History, anchor: float, patience: int, floors: Floors, d: i
     # edge (a low time weight leaves the floor ill-determined) then has lattice neighbours
     # with finite residuals that the refinement follows to it; marked impossible, they were
     # dropped and the seller went unexplained.
-    least, top = floors
+    least, top = box
     with np.errstate(invalid="ignore"):
         off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < top))
     if off.any():
-        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], floors)
+        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], box)
         wo = w[off][:, None]
         mix[off] = wo * (floor[off][:, None] * f[off] + time_part[off]) + (1.0 - wo) * tft[off]
     with np.errstate(invalid="ignore"):
@@ -198,11 +192,11 @@ def _residuals_of(h: History, anchor: float, patience: int, floors: Floors, d: i
     return floor, w, np.where(np.isfinite(err), err, np.inf)
 
 
-def _onto_box(f, g, y, w, floor, floors: Floors):
+def _onto_box(f, g, y, w, floor, box: Floors):
     """(w, floor) per row moved onto the box: w clipped to [W_MIN, 1] with the floor
     re-solved for it by least squares, then the floor clipped to [least, top) with w
     re-solved for it (and clipped again)."""
-    least, top = floors
+    least, top = box
     with np.errstate(divide="ignore", invalid="ignore"):
         w_in = np.clip(w, W_MIN, 1.0)
         wy = y - w_in[:, None] * g
@@ -214,18 +208,13 @@ def _onto_box(f, g, y, w, floor, floors: Floors):
 
 
 def consistent_fits(
-    h: History,
-    anchor: float,
-    patience: int,
-    least: float,
-    keep: int = KEEP,
-    most: float = math.inf,
+    h: History, anchor: float, patience: int, floors: Floors, keep: int = KEEP
 ) -> Consistent:
     """Every lattice point of the model that reproduces the counters within COUNTER_TOL.
-    ``least`` and ``most``: the lowest and highest floor the seller can have (from its
-    public cost; the floor is also under the anchor); ``keep``: candidate cells carried
-    into each refinement."""
-    floors = Floors(least, min(anchor, most))
+    ``floors``: the floors the seller can have (beliefs.floor_range: from its public cost;
+    the floor is also under the anchor); ``keep``: candidate cells carried into each
+    refinement."""
+    box = Floors(floors.least, min(anchor, floors.most))
     fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
     r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
     sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
@@ -241,7 +230,7 @@ def consistent_fits(
         i, j, step, slack = i0, j0, fine, SLACK * anchor
         for level in range(DEEPEST + 1):
             floor, w, err = _residuals(
-                h, anchor, patience, floors, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
+                h, anchor, patience, box, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
             )
             hit = err <= COUNTER_TOL
             if level == DEEPEST or (level >= REFINEMENTS and hit.any()):
@@ -326,13 +315,11 @@ class Closing(NamedTuple):
     offer: float | None  # the lowest offer every consistent set accepts (None: no such offer)
 
 
-def closing_offer(
-    h: History, anchor: float, patience: int, least: float, most: float = math.inf
-) -> Closing:
+def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> Closing:
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
-    fits = consistent_fits(h, anchor, patience, least, most=most)
+    fits = consistent_fits(h, anchor, patience, floors)
     if not len(fits):
         return Closing(False, None)
     last = h.counters[-1]
@@ -344,18 +331,13 @@ def closing_offer(
 
 
 def patience_offer(
-    h: History,
-    anchor: float,
-    patience: int,
-    least: float,
-    candidates: list[float],
-    most: float = math.inf,
+    h: History, anchor: float, patience: int, floors: Floors, candidates: list[float]
 ) -> float | None:
     """The offer at the seller's patience (offer T) among ``candidates`` with the lowest
     mean price over the consistent sets: a set whose ask it meets accepts it; for the others
     the buyer sees its counter and then makes closing_offer's final offer among the sets
     that predict that counter, or awards the counter. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, least, PLAN_KEEP, most)
+    fits = consistent_fits(h, anchor, patience, floors, PLAN_KEEP)
     if not len(fits):
         return None
     now = lowest_accepted_next(h, fits, h.counters[-1])
@@ -419,12 +401,7 @@ def _back(seq: list, k: int, d) -> np.ndarray:
 
 
 def ahead_offer(
-    h: History,
-    anchor: float,
-    patience: int,
-    least: float,
-    candidates: list[float],
-    most: float = math.inf,
+    h: History, anchor: float, patience: int, floors: Floors, candidates: list[float]
 ) -> float | None:
     """The next offer before the seller's patience among ``candidates`` with the lowest mean
     price over the consistent sets, each set then meeting its own best offers up to offer T
@@ -432,7 +409,7 @@ def ahead_offer(
     own final offer. The final offer is mirrored against the seller's answer a window
     back (offer T-1 for a window of 2, T-2 for 3), so a raise there lowers the base it is
     priced from. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, least, PRE_KEEP, most)
+    fits = consistent_fits(h, anchor, patience, floors, PRE_KEEP)
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
