@@ -319,11 +319,22 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
+    return closing_from(closing_lines(h, anchor, patience, floors), h.counters[-1])
+
+
+def closing_lines(h: History, anchor: float, patience: int, floors: Floors) -> np.ndarray | None:
+    """Per consistent parameter set, the lowest next offer it accepts under the last
+    counter (nan: none); None when no set is consistent."""
     fits = consistent_fits(h, anchor, patience, floors)
     if not len(fits):
+        return None
+    return lowest_accepted_next(h, fits, h.counters[-1])
+
+
+def closing_from(lines: np.ndarray | None, last: float) -> Closing:
+    """The Closing that closing_lines' ``lines`` give under the last counter ``last``."""
+    if lines is None:
         return Closing(False, None)
-    last = h.counters[-1]
-    lines = lowest_accepted_next(h, fits, last)
     if np.isnan(lines).any():
         return Closing(True, None)
     offer = float(with_margin(lines.max()))
