@@ -65,10 +65,14 @@ if TYPE_CHECKING:  # numpy is imported with the posterior only when one is compu
 CREEP = 1.2 * STALL_MOVE  # bilateral: the smallest raise that is no stall, before offer T
 # Bilateral: one early raise of PROBE_RAISE (a move of a size tit-for-tat mirrors well
 # above the cents the counters are rounded to) at offer PROBE_OFFER, which separates the
-# seller's reciprocity from its time weight in the posterior. Tuned on the rule personas
-# (seeds 0-39: offers 2-4, raises 3-10 %, one or two probes tried); mixed held out.
+# seller's reciprocity from its time weight in the posterior. Every later offer sits above
+# it, so it also raises the base that tit-for-tat measures the final offer from: the
+# smallest probe that still separates the two is the cheapest. Tuned on the rule personas
+# (seeds 0-39: offers 2-4, raises 3-10 %, one or two probes; then, once the floor's box
+# was bounded by the public cost, raises 2-5 % on rule hardball and deceptive, 300
+# seeds); mixed and field held out.
 PROBE_OFFER = 3
-PROBE_RAISE = 0.05
+PROBE_RAISE = 0.03
 # Offers T-AHEAD to T-1 weigh these raises against a creep (each still GAP under the
 # counter): set a priori, not tuned.
 AHEAD = 2
