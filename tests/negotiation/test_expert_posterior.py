@@ -30,6 +30,7 @@ from negotiation.policies.expert.posterior import (
     consistent_fits,
     lowest_accepted_next,
     patience_offer,
+    with_margin,
 )
 from negotiation.policies.lookahead import lowest_accepted
 from negotiation.suppliers import PERSONA_PARAMS
@@ -152,6 +153,33 @@ def test_clamped_counters_do_not_hide_the_seller():
     true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
     closing = closing_offer(h, 546.0, 8, floors)
     assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+
+
+def test_the_closing_search_covers_a_thin_ridge_of_consistent_sets():
+    """A held-out seller (mixed family, seed 240): a Boulware clock (beta 0.13) whose
+    consistent sets lie on a thin ridge in (reciprocity, beta). Three refinements sample
+    only part of it, reciprocities 1.00-1.04 where the truth is 1.06, and their highest line
+    is under what the seller takes, so that closing offer lost the deal. The closing offer
+    searches CLOSE_REFINEMENTS deep and covers it."""
+    cost, anchor = 546.0, 1014.0
+    th = ThreadHidden(569.2791445151584, cost, 594.7492690905174, anchor, 0.13254826674400447, 8)
+    sh = SupplierHidden(
+        time_weight=0.8561001788107288, reciprocity=1.0618106880085756, tft_window=1,
+        stall_rounds=3, quarter_end=9, quarter_pressure=0.14916997340099034,
+        overstock=0.09454018887635304,
+    )  # fmt: skip
+    h = _haggle(th, sh, [474.11, 476.96, 491.27, 494.22, 497.19, 500.18, 503.19, 556.8])
+    assert h.counters[-3:] == (970.26, 875.34, 621.86)  # as the buyer saw them
+    floors = floor_range(cost, h)
+    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
+    assert true is not None
+    # The premise: the search that stops at three refinements falls short of the truth.
+    shallow = consistent_fits(h, anchor, 8, floors, refinements=3)
+    assert shallow.reciprocity.max() < sh.reciprocity
+    assert float(with_margin(lowest_accepted_next(h, shallow, h.counters[-1]).max())) < true
+    assert posterior.CLOSE_REFINEMENTS > 3
+    closing = closing_offer(h, anchor, 8, floors)
+    assert closing.explained and true <= closing.offer < h.counters[-1]
 
 
 def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():

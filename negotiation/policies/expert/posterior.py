@@ -26,7 +26,10 @@ The closing offer is the highest of the consistent sets' lowest accepted offers 
 margin (with_margin): CLOSE_MARGIN of the price for the truth lying between lattice points,
 and CLOSE_CENTS for the cent the counters are known to, which is most of a cheap item's
 miss; tests/negotiation/test_expert.py checks it against what the true seller accepts on
-240 threads, a third with the personas' tactics.
+240 threads, a third with the personas' tactics. Its search refines at least
+CLOSE_REFINEMENTS times (the others REFINEMENTS): a Boulware seller's consistent sets can
+lie on a thin ridge that a coarser lattice samples only in part, and the highest line must
+not fall short of the truth.
 
 The patience offer (offer T, one before the closing offer) is chosen from T-1 counters
 among candidates by its mean price over the consistent sets: each set either meets it or
