@@ -157,9 +157,9 @@ class _MirrorSeller(SupplierPolicy):
         return ProposedDecision("counter", round(ask, 2), "We can do {price}.")
 
 
-# Seeds with costlier items: on cheap ones a relative tit-for-tat reproduces the mirror's
-# counters to the cent, and the posterior, not the blind offer, chooses.
-@pytest.mark.parametrize("seed", [1, 3, 4, 8])
+# Seeds with costly items (310-1,350): on cheaper ones a relative tit-for-tat reproduces the
+# mirror's counters to the cent, and the posterior, not the blind offer, chooses.
+@pytest.mark.parametrize("seed", [3, 4, 8])
 def test_a_seller_the_model_cannot_explain_is_met_halfway(seed):
     """With no consistent parameter set, the offer at the seller's patience splits the
     difference with the counter: against a seller that mirrors concessions no single offer
