@@ -74,11 +74,13 @@ def test_schema_requests_give_valid_actions(run):
 def test_free_text_stop_strings_and_seeds(run):
     capital, counting = run["first"][6:8]
     # Free text (no schema): words within the token limit. What the 135M model answers
-    # is not asserted: CPU vLLM's greedy output shifts with the batch's numerics (a CI run
-    # got "L'Étoile, la Marseillaise, ..." instead of "Paris").
+    # is not asserted: CPU vLLM's greedy output shifts with the batch's numerics (CI runs
+    # got "L'Étoile, la Marseillaise, ..." instead of "Paris", and "three, three, ..."
+    # that never reached the stop string). The stop string never shows in the text.
     assert capital["error"] is None and capital["text"].strip()
     assert capital["finish_reason"] in ("stop", "length") and capital["completion_tokens"] <= 24
-    assert " five" not in counting["text"] and counting["finish_reason"] == "stop"
+    assert counting["error"] is None and " five" not in counting["text"]
+    assert counting["finish_reason"] in ("stop", "length") and counting["completion_tokens"] <= 30
     sampled = run["first"][10]
     assert sampled["finish_reason"] in ("stop", "length") and sampled["error"] is None
     assert sampled["completion_tokens"] <= 12
