@@ -41,7 +41,7 @@ from quality import make_buyer, regenerate_tactics, scenario  # noqa: E402 (afte
 
 from negotiation import ProcurementEnv  # noqa: E402
 from negotiation.policies.expert import posterior  # noqa: E402
-from negotiation.policies.expert.beliefs import floor_range, history  # noqa: E402
+from negotiation.policies.expert.policy import posterior_inputs  # noqa: E402
 from negotiation.policies.lookahead import lowest_accepted  # noqa: E402
 
 PRESETS = ("bilateral", "bilateral_cooperative", "bilateral_deceptive", "bilateral_distressed")
@@ -55,12 +55,12 @@ def closing_reading(env: ProcurementEnv, obs) -> dict[str, float] | None:
     T = obs.max_rounds
     if th is None or th.status != "open" or th.counter_price is None or th.offers != T:
         return None
-    s, r = obs.suppliers[0], obs.requirements[0]
-    h = history(th)
-    if not h.regular or len(h.counters) != th.offers:
+    r = obs.requirements[0]
+    inputs = posterior_inputs(obs, obs.suppliers[0], r, th)
+    if inputs is None:
         return None
-    anchor = max(s.list_prices[r.id], h.counters[0])
-    lines = posterior.closing_lines(h, anchor, T, floor_range(obs.seller_cost, h))
+    h, anchor, floors = inputs
+    lines = posterior.closing_lines(h, anchor, T, floors)
     closing = posterior.closing_from(lines, th.counter_price)
     if closing.offer is None:  # no consistent set, or none the expert closes with
         return None

@@ -51,6 +51,8 @@ from .beliefs import (
     SAFE_OPEN_REF,
     SAFE_ROUNDS,
     Evidence,
+    Floors,
+    History,
     SupplierView,
     expected_price,
     floor_range,
@@ -93,6 +95,16 @@ def floor_cents(x: float) -> float:
 def _rate(th) -> float:
     """The raise of the schedule's next offer before offer T-AHEAD: the probe or a creep."""
     return PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
+
+
+def posterior_inputs(obs: Observation, s, r, th) -> tuple[History, float, Floors] | None:
+    """(history, anchor, floors) the posterior reads for a thread, once it has
+    MIN_FIT_COUNTERS regular counters; None before (or for an irregular thread)."""
+    h = history(th)
+    anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
+    if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
+        return h, anchor, floor_range(obs.seller_cost, h)
+    return None
 
 
 class PublicJudge:
@@ -250,12 +262,8 @@ class ExpertPolicy(Policy):
         arena-only processes need not pay."""
         key = (kind, obs.episode_key, s.id, r.id, th.offers)
         if key not in self._posterior_offers:
-            h = history(th)
-            anchor = max(s.list_prices[r.id], h.counters[0]) if h.counters else 0.0
-            value = None
-            if h.regular and len(h.counters) == th.offers >= MIN_FIT_COUNTERS and anchor > 0:
-                value = use(h, anchor, floor_range(obs.seller_cost, h))
-            self._posterior_offers[key] = value
+            inputs = posterior_inputs(obs, s, r, th)
+            self._posterior_offers[key] = None if inputs is None else use(*inputs)
         return self._posterior_offers[key]
 
     def opening(self, obs: Observation, s, r) -> float:
