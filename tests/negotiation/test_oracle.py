@@ -7,6 +7,7 @@ import statistics
 import pytest
 
 from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
+from negotiation.config import PERSONAS
 from negotiation.evaluation import EvaluationError, build_spec
 from negotiation.policies.expert.beliefs import SAFE_OPEN_COST
 from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
@@ -80,3 +81,23 @@ def test_the_safe_opening_oracle_never_opens_under_the_experts_safe_line():
         safe.append(m["buyer_share"])
         free.append(_play("bilateral_deceptive", OraclePolicy(seed), seed)[1]["buyer_share"])
     assert statistics.mean(safe) < statistics.mean(free)
+
+
+def test_no_public_information_tells_the_bilateral_persona_before_the_first_offer():
+    """Why `oracle_safe_open`, not the free oracle, bounds a buyer that keeps every deal:
+    on the same seed the four personas show the buyer the same first observation (only
+    the supplier's name may differ, drawn from one pool for all after the persona's own
+    draws). A first offer under the safe line is therefore made to a hardball seller too,
+    whose insult line it crosses, so the free oracle's persona-specific openings are
+    out of reach of any buyer that reads the observation alone."""
+
+    def first_observation(persona: str, seed: int) -> dict:
+        env = ProcurementEnv(load_scenario("bilateral", persona=persona))
+        seen = env.reset(seed=seed).to_dict()
+        for s in seen["suppliers"]:
+            s.pop("name")
+        return seen
+
+    for seed in range(16):
+        seen = [first_observation(p, seed) for p in PERSONAS]
+        assert all(o == seen[0] for o in seen[1:]), seed
