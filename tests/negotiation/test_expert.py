@@ -222,3 +222,34 @@ def test_a_clock_the_model_cannot_explain_is_met_by_the_trend_of_its_concessions
     assert rounds[-1].buyer_offer == ceil_cents(counters[-1] - 0.5 * step)
     th = env.th_hidden[("S01", "R01")]
     assert rounds[-1].buyer_offer >= seller.ask(th, 9)  # what its clock asks then
+
+
+def test_a_quote_over_the_pr_guardrail_is_bought_as_far_as_the_approved_pr_covers():
+    """No PR may exceed 1.1 x ceiling x quantity, so a quote above that can never be
+    awarded whole: in the award week the expert buys what its largest approved PR covers
+    (partial credit) rather than let the requirement fail with a quote in hand."""
+    partial = 0
+    for seed in range(30):
+        env = ProcurementEnv(load_scenario("medium_adversarial"))
+        obs = env.reset(seed=seed)
+        pol = get_policy("expert", seed=seed)
+        while not env.done:
+            act = pol.act(obs)
+            if act["action_type"] == "award_contract":
+                r = next(r for r in obs.requirements if r.id == act["requirement_id"])
+                s = next(s for s in obs.suppliers if s.id == act["supplier_id"])
+                price = obs.threads[(s.id, r.id)].awardable_price(obs.week)
+                whole = min(r.quantity_needed, s.capacity.get(r.category, 0))
+                guardrail = obs.pr_guardrail * r.ceiling_unit_price * r.quantity_needed
+                if price * whole > max(guardrail, obs.pr_threshold):
+                    partial += 1
+                    approved = max(
+                        p.amount
+                        for p in obs.purchase_requisitions
+                        if p.requirement_id == r.id and p.status == "approved"
+                    )
+                    assert act["quantity"] == int(approved / price) < whole, (seed, act)
+            res = env.step(act)
+            assert res.info["valid"], (seed, act, res.info["error"])
+            obs = res.observation
+    assert partial >= 3, partial

@@ -110,12 +110,25 @@ def close(obs: Observation, p: Plan, others: float) -> dict[str, Any] | None:
             and last <= week + 1
         ):
             return {"action_type": "escalate", "requirement_id": r.id}
-        if not pr_covering(obs, r.id, cost) and pending_count(obs, r.id) < 2:
-            amount = _pr_amount(obs, r)
-            if amount >= cost:
+        amount = _pr_amount(obs, r)
+        if amount >= cost:
+            if not pr_covering(obs, r.id, cost) and pending_count(obs, r.id) < 2:
                 return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
-        return None
+            return None
+        # No PR can cover the whole award at this price (the guardrail caps it at 1.1 x
+        # ceiling). Until the award week the price may still fall under it; then buy what
+        # the largest approved PR covers rather than let the requirement fail.
+        covered = int(_approved_amount(obs, r.id) / p.ap) if urgent else 0
+        return award(s.id, r.id, covered) if covered >= 1 else None
     return award(s.id, r.id, qty)
+
+
+def _approved_amount(obs: Observation, rid: str) -> float:
+    return max(
+        (p.amount for p in obs.purchase_requisitions
+         if p.requirement_id == rid and p.status == "approved"),
+        default=0.0,
+    )  # fmt: skip
 
 
 def _hedge(obs: Observation, p: Plan, qty: int, cost: float) -> dict[str, Any] | None:
