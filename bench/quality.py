@@ -30,8 +30,9 @@ Supplier families (``--families``; tables per family and preset):
           the seller's patience and the trend of its concessions (beliefs.trend_offer)
 
 A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
-oracle, the expert's and the oracle's deal rates and the scripts whose mean score or buyer
-share beats the expert's.
+oracle, safe-opening oracle/oracle (the most expert/oracle a buyer that reads only the
+observation and keeps every deal can reach), the expert's and the oracle's deal rates and
+the scripts whose mean score or buyer share beats the expert's (with their deal rates).
 
 Usage: .venv/bin/python bench/quality.py [--seeds 300] [--presets a,b] [--policies x,y]
        [--families rule,mixed,field] [--procs N] [--json FILE]
