@@ -64,6 +64,15 @@ def _haggle(th: ThreadHidden, sh: SupplierHidden, offers: list[float]) -> Histor
     return History(tuple(offers), tuple(counters), True)
 
 
+def _closing_taken(th, sh, h: History, anchor: float, floors: Floors):
+    """The closing offer (after patience 8): explained, under the last counter, and one the
+    true seller takes (its lowest accepted offer, read from the hidden state)."""
+    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
+    closing = closing_offer(h, anchor, 8, floors)
+    assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+    return closing
+
+
 OFFERS = [42.0, 42.26, 44.38, 44.65, 44.92, 45.19, 45.47, 57.0]  # creep, probe, creep, jump
 
 
@@ -124,9 +133,7 @@ def test_a_seller_on_the_edge_of_the_box_is_explained():
         part = History(h.offers[:n], h.counters[:n], True)
         fits = consistent_fits(part, 546.0, 8, Floors(least))
         assert 1 in set(fits.window.tolist()), n
-    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 546.0, 8, Floors(least))
-    assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+    _closing_taken(th, sh, h, 546.0, Floors(least))
 
 
 def test_clamped_counters_do_not_hide_the_seller():
@@ -150,9 +157,7 @@ def test_clamped_counters_do_not_hide_the_seller():
     for n in range(5, 9):
         part = History(h.offers[:n], h.counters[:n], True)
         assert 1 in set(consistent_fits(part, 546.0, 8, floors).window.tolist()), n
-    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 546.0, 8, floors)
-    assert closing.explained and true is not None and true <= closing.offer < h.counters[-1]
+    _closing_taken(th, sh, h, 546.0, floors)
 
 
 def test_the_closing_search_covers_a_thin_ridge_of_consistent_sets():
@@ -178,8 +183,7 @@ def test_the_closing_search_covers_a_thin_ridge_of_consistent_sets():
     assert shallow.reciprocity.max() < sh.reciprocity
     assert float(with_margin(lowest_accepted_next(h, shallow, h.counters[-1]).max())) < true
     assert posterior.CLOSE_REFINEMENTS > 3
-    closing = closing_offer(h, anchor, 8, floors)
-    assert closing.explained and true <= closing.offer < h.counters[-1]
+    _closing_taken(th, sh, h, anchor, floors)
 
 
 def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():
@@ -202,9 +206,7 @@ def test_the_floor_range_from_the_public_cost_narrows_the_closing_offer():
     # The premise: the prior box alone (up to the anchor) leaves those floors in.
     wide = Floors(floors.least)
     assert consistent_fits(h, 5.72, 8, wide).floor.max() > floors.most
-    true = lowest_accepted(th, sh, 9, 0, h.counters[-1])
-    closing = closing_offer(h, 5.72, 8, floors)
-    assert closing.explained and true is not None and true <= closing.offer < 3.89
+    closing = _closing_taken(th, sh, h, 5.72, floors)  # under the counter, 3.89
     # ... and close higher (3.81 against 3.77; at three refinements it awarded the counter).
     unbounded = closing_offer(h, 5.72, 8, wide).offer
     assert unbounded is None or unbounded > closing.offer
