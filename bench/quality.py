@@ -295,7 +295,7 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
             sm = fig["summary"]
             beats = sm["scripts_beating_expert"]
             deal = sm["script_deal_rates"]
-            share = [f"{n} ({num(deal[n], 0).strip()})" for n in beats["buyer_share"]]
+            share = [f"{n} ({num(deal[n], 0)})" for n in beats["buyer_share"]]
             who = (
                 f"score: {', '.join(beats['score']) or 'none'}; "
                 f"buyer_share: {', '.join(share) or 'none'}"
