@@ -11,7 +11,8 @@ only cache pure functions of the observation).
 - Arena: a thread gets at most SAFE_ROUNDS offers (no persona walks for patience before
   that), each raised by TFT_STEP_CAP, the most one round of tit-for-tat mirrors, and the
   deal is closed by awarding the standing counter; plans, slots and awards come from
-  planning.py.
+  planning.py. No offer where the ceiling or the counter leaves no raise (the counter is
+  awarded instead), and none under the buyer's best after a counter expires.
 - Bilateral (public round limit T, public seller cost): open at the highest insult line
   any persona can have at that cost, creep by CREEP (the smallest raise that is no stall)
   while the seller's time-dependent ask falls, with one PROBE_RAISE at offer PROBE_OFFER
@@ -128,7 +129,17 @@ class PublicJudge:
         return min(th.counter_price, expected_price(max(lp, first), n))
 
     def rounds_wanted(self, obs: Observation, r, s, th) -> int:
-        return max(0, SAFE_ROUNDS - (0 if th is None else th.offers))
+        if th is None:
+            return SAFE_ROUNDS
+        last = th.rounds[-1].buyer_offer if th.rounds else None
+        top = floor_cents(r.ceiling_unit_price)
+        if th.counter_price is not None:
+            top = min(top, round(th.counter_price - 0.01, 2))
+        if last is not None and last * (1.0 + STALL_MOVE) > top:
+            # The ceiling or the counter leaves no raise: another offer would be a stall
+            # (the counter, if any, is for the award).
+            return 0
+        return max(0, SAFE_ROUNDS - th.offers)
 
 
 class ExpertPolicy(Policy):
@@ -334,8 +345,13 @@ class ExpertPolicy(Policy):
 
     def offer(self, obs: Observation, p: Plan) -> dict[str, Any]:
         th = p.th
-        if th is None or th.counter_price is None or not th.rounds:
+        if th is None or not th.rounds:
             price = self.opening(obs, p.s, p.r)
+        elif th.counter_price is None:
+            # The counter expired: go on from the best offer made, never back under it (a
+            # retreat is a stall, or an insult, to the supplier).
+            best = max(rd.buyer_offer or 0.0 for rd in th.rounds)
+            price = max(self.opening(obs, p.s, p.r), ceil_cents(best * (1.0 + TFT_STEP_CAP)))
         else:
             price = self.next_offer(th, TFT_STEP_CAP)
         return acting.negotiate(p.s.id, p.r.id, min(price, floor_cents(p.r.ceiling_unit_price)))
