@@ -15,7 +15,7 @@ from .concession import pressure
 from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
 from .field import FIELD_ACTOR
 from .guard import HardRuleGuard, ProposedDecision, band_floor
-from .records import FrozenDict
+from .records import FrozenDict, committed_spend, pr_cover, pr_room
 from .suppliers import RULE_POLICY, SupplierContext, SupplierPolicy
 from .tells import make_tells
 
@@ -331,26 +331,23 @@ def _award_checks(
     return sup, th, price
 
 
-def _pr_cover(env: ProcurementEnv, r: Requirement, cost: float) -> PurchaseRequisition | None:
-    """Approved PR covering the cost, if one is needed. Raises when required but missing."""
-    if cost <= env.cfg.pr_threshold:
-        return None
-    best = None
-    for pr in env.prs:
-        if (
-            pr.requirement_id == r.id
-            and pr.status == "approved"
-            and pr.amount >= cost - 1e-6
-            and (best is None or pr.amount < best.amount)
-        ):
-            best = pr
-    if best is None:
+def _check_pr_cover(env: ProcurementEnv, r: Requirement, cost: float) -> None:
+    """Once the requirement's spend with this award exceeds the PR threshold, its approved
+    PRs together must cover all of it (records.py); raises when they do not."""
+    spent = committed_spend(env.contracts_by_req[r.id], r.id)
+    total = spent + cost
+    if total <= env.cfg.pr_threshold:
+        return
+    cover = pr_cover(env.prs, r.id)
+    if cover < total - 1e-6:
+        earlier = f", {spent:,.2f} of it already contracted," if spent > 0 else ""
         raise ActionError(
             "pr_required",
-            f"Cost {cost:,.2f} exceeds the PR threshold {env.cfg.pr_threshold:,.2f}; "
-            f"an approved purchase requisition for {r.id} covering it is required.",
+            f"Cost {cost:,.2f} needs approved purchase requisitions for {r.id} covering it: "
+            f"{r.id}'s spend would be {total:,.2f}{earlier} over the PR threshold "
+            f"{env.cfg.pr_threshold:,.2f}, and its approved PRs cover {cover:,.2f} "
+            f"({total - cover:,.2f} short).",
         )
-    return best
 
 
 def _make_contract(
@@ -417,15 +414,13 @@ def _award(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
 
 
 def _charge(env: ProcurementEnv, r: Requirement, cost: float) -> None:
-    """Budget and PR checks shared by award and hedge; consumes the covering PR."""
+    """Budget and PR checks shared by award and hedge."""
     if cost > env.budget_remaining + 1e-6:
         raise ActionError(
             "budget_exceeded",
             f"Cost {cost:,.2f} exceeds the remaining budget {env.budget_remaining:,.2f}.",
         )
-    pr = _pr_cover(env, r, cost)
-    if pr is not None:
-        pr.status = "used"
+    _check_pr_cover(env, r, cost)
 
 
 def _hedge(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
@@ -470,12 +465,12 @@ def _raise_pr(env: ProcurementEnv, a: dict) -> tuple[dict | None, bool]:
         raise ActionError(
             "budget_exceeded", f"PR amount {amount:,.2f} exceeds the remaining budget."
         )
-    cap = env.cfg.pr_guardrail * r.ceiling_unit_price * max(1, r.quantity_needed)
-    if amount > cap + 1e-6:
+    room = pr_room(env.cfg.pr_guardrail, r, env.prs)
+    if amount > room + 1e-6:
         raise ActionError(
             "amount_exceeds_guardrail",
-            f"PR amount exceeds the guardrail {cap:,.2f} "
-            f"({env.cfg.pr_guardrail}x ceiling x quantity needed).",
+            f"PR amount exceeds the {max(0.0, room):,.2f} {rid} may still ask: its PRs "
+            f"together ask at most {env.cfg.pr_guardrail}x ceiling x quantity.",
         )
     if sum(1 for p in env.prs if p.requirement_id == rid and p.status == "pending") >= 2:
         raise ActionError("too_many_prs", f"{rid} already has two pending PRs.")

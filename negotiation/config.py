@@ -212,7 +212,8 @@ class ScenarioConfig(BaseModel):
         default=50_000.0,
         ge=0.0,
         description=(
-            "Awards above this amount need an approved purchase requisition (raise_pr) first."
+            "Once a requirement's spend (its awards together) passes this amount, approved "
+            "purchase requisitions (raise_pr) must cover all of it."
         ),
     )
     pr_lead_weeks: int = Field(
@@ -225,7 +226,10 @@ class ScenarioConfig(BaseModel):
         default=1.1,
         ge=1.0,
         le=3.0,
-        description="A PR may ask for at most this multiple of ceiling price x quantity needed.",
+        description=(
+            "A requirement's PRs together may ask for at most this multiple of its ceiling "
+            "price x quantity."
+        ),
     )
     escalations: int = Field(
         default=2,

@@ -476,7 +476,7 @@ class PurchaseRequisition(Tracked):
         _set(self, "id", id)
         _set(self, "requirement_id", requirement_id)
         _set(self, "amount", amount)
-        _set(self, "status", "pending")  # pending | approved | rejected | used
+        _set(self, "status", "pending")  # pending | approved | rejected
         _set(self, "raised_week", raised_week)
         _set(self, "matures_week", matures_week)
 

@@ -9,6 +9,7 @@ mappings over private copies: nothing here reaches or changes the world.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 
@@ -43,6 +44,38 @@ def quantity_needed(status: str, quantity: int, delivered: int, pending: int) ->
     if status == "fulfilled" or status == "failed":
         return 0
     return max(0, quantity - delivered - pending)
+
+
+# Purchase requisitions authorise a requirement's spend. Once its spend (its contracts and
+# the award at hand) exceeds the PR threshold, its approved PRs together must cover all of
+# it, so splitting a purchase into awards under the threshold needs approval too; its PRs
+# together ask at most guardrail x ceiling x its quantity. These read engine entities and
+# their records alike, so the engine and the policies apply one rule.
+LIVE_PR = ("pending", "approved")  # PRs that authorise spend now or once approved
+
+
+def committed_spend(contracts: Iterable[Any], requirement_id: str) -> float:
+    """What a requirement's contracts hold of the budget: a pending contract's whole cost, a
+    closed one's delivered units (the undelivered ones are released, as the week does)."""
+    spend = 0.0
+    for c in contracts:
+        if c.requirement_id == requirement_id:
+            units = c.quantity if c.status == "pending" else c.delivered_quantity
+            spend += units * c.unit_price
+    return spend
+
+
+def pr_cover(
+    prs: Iterable[Any], requirement_id: str, statuses: tuple[str, ...] = ("approved",)
+) -> float:
+    """The spend a requirement's PRs in these statuses authorise together."""
+    return sum(p.amount for p in prs if p.requirement_id == requirement_id and p.status in statuses)
+
+
+def pr_room(guardrail: float, r: Any, prs: Iterable[Any]) -> float:
+    """The most a new PR for requirement r may ask: guardrail x ceiling x its quantity, less
+    what its live PRs ask already."""
+    return guardrail * r.ceiling_unit_price * max(1, r.quantity) - pr_cover(prs, r.id, LIVE_PR)
 
 
 def awardable_price(
@@ -232,7 +265,7 @@ class PurchaseRequisitionRecord(NamedTuple):
     id: str
     requirement_id: str
     amount: float
-    status: str  # pending | approved | rejected | used
+    status: str  # pending | approved | rejected (approved ones authorise spend, not consumed)
     raised_week: int
     matures_week: int
 

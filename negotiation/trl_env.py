@@ -151,7 +151,8 @@ class ProcurementToolEnv:
         )
 
     def raise_pr(self, requirement_id: str, amount: float) -> str:
-        """Raise a purchase requisition, needed before an award above the PR threshold.
+        """Raise a purchase requisition: once a requirement's spend passes the PR threshold,
+        approved PRs must cover all of it.
 
         Args:
             requirement_id: The requirement the money is for.

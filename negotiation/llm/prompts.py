@@ -74,9 +74,10 @@ def buyer_rules(obs: Observation) -> str:
         "below a hidden floor, and a lowball far below it can end the thread.\n"
         "- award_contract buys at the agreed or standing price only, quantity <= still "
         "needed and <= the supplier's capacity, cost <= budget remaining.\n"
-        f"- An award costing more than {fmt_price(obs.pr_threshold)} needs an approved "
-        f"purchase requisition (raise_pr: approved after {obs.pr_lead_weeks} week(s); "
-        f"amount <= {obs.pr_guardrail} x ceiling x quantity needed).\n"
+        f"- Once a requirement's spend (its awards together) passes "
+        f"{fmt_price(obs.pr_threshold)}, its approved purchase requisitions must cover all "
+        f"of it (raise_pr: approved after {obs.pr_lead_weeks} week(s); a requirement's PRs "
+        f"together ask <= {obs.pr_guardrail} x ceiling x quantity).\n"
         "- Invalid actions waste the slot and cost score. Tells are noisy signals in 0-1.\n"
         + _bilateral_terms(obs)
     )

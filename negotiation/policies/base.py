@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..observation import Observation
+from ..records import committed_spend, pr_cover
 from .params import PolicyParams
 
 
@@ -69,14 +70,76 @@ def candidates(obs: Observation, r) -> list:
     return out
 
 
+class Ledger:
+    """Spend and PR cover per requirement for one observation's contracts and PRs
+    (records.committed_spend and pr_cover, the engine's own rule). Planners ask for every
+    plan on every step, so the last ledger is kept while the observation's contracts and
+    PRs stay the same: each step's tuples are new, but of the same immutable records until
+    one changes, so comparing them is mostly identity checks."""
+
+    __slots__ = ("_cover", "contracts", "prs", "spend")
+
+    def __init__(self, contracts: tuple, prs: tuple) -> None:
+        self.contracts, self.prs = contracts, prs
+        rids = {c.requirement_id for c in contracts}
+        self.spend = {rid: committed_spend(contracts, rid) for rid in rids}
+        self._cover: dict[tuple[str, ...], dict[str, float]] = {}
+
+    def cover(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
+        """What rid's PRs in these statuses authorise together."""
+        by = self._cover.get(statuses)
+        if by is None:
+            rids = {p.requirement_id for p in self.prs}
+            by = self._cover[statuses] = {x: pr_cover(self.prs, x, statuses) for x in rids}
+        return by.get(rid, 0.0)
+
+    def headroom(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
+        """What rid's PRs in these statuses authorise beyond its spend so far."""
+        return self.cover(rid, statuses) - self.spend.get(rid, 0.0)
+
+    def needed(self, rid: str, cost: float, threshold: float) -> bool:
+        """Whether an award of this cost on rid needs PR cover: its spend, the contracts so
+        far and this award, exceeds the threshold."""
+        return self.spend.get(rid, 0.0) + cost > threshold
+
+    def covers(self, rid: str, cost: float, statuses: tuple[str, ...] = ("approved",)) -> bool:
+        """Whether rid's PRs in these statuses cover its spend with an award of this cost."""
+        return self.headroom(rid, statuses) >= cost - 1e-6
+
+    def missing(self, rid: str, cost: float, threshold: float) -> bool:
+        """An award of this cost on rid needs PR cover, and its approved PRs do not give it."""
+        return self.needed(rid, cost, threshold) and not self.covers(rid, cost)
+
+
+_ledger = Ledger((), ())
+
+
+def ledger(obs: Observation) -> Ledger:
+    global _ledger
+    if _ledger.contracts != obs.contracts or _ledger.prs != obs.purchase_requisitions:
+        _ledger = Ledger(obs.contracts, obs.purchase_requisitions)
+    return _ledger
+
+
 def pr_needed(obs: Observation, r, cost: float) -> bool:
-    return cost > obs.pr_threshold
+    """Whether an award of this cost on r needs PR cover: the requirement's spend, its
+    contracts so far and this award, exceeds the threshold (records.py)."""
+    return ledger(obs).needed(r.id, cost, obs.pr_threshold)
+
+
+def pr_missing(obs: Observation, r, cost: float) -> bool:
+    """An award of this cost on r needs PR cover, and its approved PRs do not give it."""
+    return ledger(obs).missing(r.id, cost, obs.pr_threshold)
 
 
 def has_pr(
     obs: Observation, rid: str, cost: float, statuses: tuple[str, ...] = ("approved",)
 ) -> bool:
-    for p in obs.purchase_requisitions:
-        if p.requirement_id == rid and p.status in statuses and p.amount >= cost - 1e-6:
-            return True
-    return False
+    """Whether r's PRs in these statuses cover its spend with an award of this cost (with
+    LIVE_PR: once its pending PRs are approved)."""
+    return ledger(obs).covers(rid, cost, statuses)
+
+
+def pr_headroom(obs: Observation, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
+    """What r's PRs in these statuses authorise beyond its spend so far."""
+    return ledger(obs).headroom(rid, statuses)

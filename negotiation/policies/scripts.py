@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import Field, create_model
 
 from ..observation import Observation
-from .base import Policy, candidates, has_pr, open_requirements
+from .base import Policy, candidates, open_requirements, pr_missing
 from .params import (
     ConcedeParams,
     LowballAwardParams,
@@ -141,7 +141,7 @@ class ScriptPolicy(Policy):
         price = th.counter_price or 0.0
         cost = price * min(r.quantity_needed, s.capacity.get(r.category, 0))
         pr_wait = 0
-        if cost > obs.pr_threshold and not has_pr(obs, r.id, cost):
+        if pr_missing(obs, r, cost):
             pr_wait = obs.pr_lead_weeks
         return obs.week >= r.deadline_week - s.lead_time_weeks - pr_wait
 

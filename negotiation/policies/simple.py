@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 from ..observation import Observation
-from .base import Policy, candidates, has_pr, open_requirements
+from ..records import LIVE_PR, pr_room
+from .base import Policy, candidates, has_pr, open_requirements, pr_headroom, pr_missing
 from .params import GreedyLowballParams
 
 _EPS = 1e-6  # the engine's own tolerance on budget and PR amounts
@@ -78,19 +79,19 @@ def close_quote(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any
     """Award qty at the engine's price, or raise the PR the award needs; None while a PR is
     pending (or none can be raised), so the caller moves on to other work."""
     cost = qty * price
-    if cost <= obs.pr_threshold or has_pr(obs, r.id, cost):
+    if not pr_missing(obs, r, cost):
         return {
             "action_type": "award_contract",
             "supplier_id": s.id,
             "requirement_id": r.id,
             "quantity": qty,
         }
-    if has_pr(obs, r.id, cost, ("pending",)) or _pending_prs(obs, r.id) >= 2:
+    if has_pr(obs, r.id, cost, LIVE_PR) or _pending_prs(obs, r.id) >= 2:
         return None
     # The largest PR the rules allow, so it still covers a later (lower or equal) quote.
-    cap = obs.pr_guardrail * r.ceiling_unit_price * max(1, r.quantity_needed)
-    amount = _floor_cents(min(cap, obs.budget_remaining))
-    if amount < cost:
+    room = pr_room(obs.pr_guardrail, r, obs.purchase_requisitions)
+    amount = _floor_cents(min(room, obs.budget_remaining))
+    if amount <= 0.0 or pr_headroom(obs, r.id, LIVE_PR) + amount < cost:
         return None
     return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
 

@@ -185,6 +185,83 @@ def test_raise_pr_lifecycle_and_guardrail():
     assert pr.status == "approved"
 
 
+def _two_agreements(env: ProcurementEnv) -> tuple[str, list[str], list[float]]:
+    """A requirement two suppliers have agreed a price on, each able to supply all of it."""
+    rid = next(
+        r.id
+        for r in env.requirements
+        if sum(1 for s in env.suppliers if r.id in s.list_prices) >= 2
+    )
+    sids = [s.id for s in env.suppliers if rid in s.list_prices][:2]
+    prices = []
+    for sid in sids:
+        res = negotiate(env, sid, rid, round(env.sup_by_id[sid].list_prices[rid] * 1.1, 2))
+        assert res.info["response"]["response"] == "accept"
+        prices.append(res.info["response"]["price"])
+        r = env.req_by_id[rid]
+        env.sup_by_id[sid].capacity[r.category] = r.quantity_needed
+    return rid, sids, prices
+
+
+def _award(env: ProcurementEnv, sid: str, rid: str, qty: int):
+    return env.step(
+        {"action_type": "award_contract", "supplier_id": sid, "requirement_id": rid,
+         "quantity": qty}
+    )  # fmt: skip
+
+
+def test_awards_split_under_the_pr_threshold_need_a_pr_once_their_total_passes_it():
+    """The threshold applies to the requirement's spend, not to each award: a purchase split
+    into awards under it needs approved PRs covering the whole once the total passes it."""
+    env = _env(pr_lead_weeks=3, escalations=2)
+    rid, (s1, s2), (p1, p2) = _two_agreements(env)
+    need = env.req_by_id[rid].quantity_needed
+    q1 = need // 2
+    env.cfg.pr_threshold = 1.05 * max(q1 * p1, (need - q1) * p2)  # each half passes alone
+    env.cfg.pr_guardrail = 5.0  # the agreements are above the ceiling: room for both PRs
+    assert _award(env, s1, rid, q1).info["valid"]
+    before = digest(env)
+    res = _award(env, s2, rid, need - q1)
+    assert res.info["error"]["code"] == "pr_required"
+    message = res.info["error"]["message"]
+    assert f"{q1 * p1:,.2f} of it already contracted" in message and rid in message
+    assert digest(env) == before  # refused: nothing changed but the slot
+    # Approved PRs must cover the whole spend, the first award's included: one for the
+    # second award's cost alone is short. PRs authorise the requirement's spend; an award
+    # does not consume them.
+    cost2 = round((need - q1) * p2, 2)
+    for amount in (cost2, round(q1 * p1, 2) + 0.01):
+        res = env.step({"action_type": "raise_pr", "requirement_id": rid, "amount": amount})
+        assert res.info["valid"], res.info
+        assert env.step({"action_type": "escalate", "requirement_id": rid}).info["valid"]
+        res = _award(env, s2, rid, need - q1)
+        assert res.info["valid"] == (amount != cost2), res.info
+    assert "short" in message
+    assert [pr.status for pr in env.prs] == ["approved", "approved"]
+    assert env.req_by_id[rid].quantity_needed == 0
+
+
+def test_a_requirements_prs_together_ask_at_most_the_guardrail():
+    env = _env(pr_lead_weeks=1)
+    r = env.req_by_id["R01"]
+    cap = env.cfg.pr_guardrail * r.ceiling_unit_price * r.quantity
+    first = round(0.7 * cap, 2)
+    assert env.step({"action_type": "raise_pr", "requirement_id": "R01", "amount": first}).info[
+        "valid"
+    ]
+    before = digest(env)
+    res = env.step(
+        {"action_type": "raise_pr", "requirement_id": "R01", "amount": round(0.4 * cap, 2)}
+    )
+    assert res.info["error"]["code"] == "amount_exceeds_guardrail"
+    assert f"{cap - first:,.2f}" in res.info["error"]["message"]
+    assert digest(env) == before
+    res = env.step(
+        {"action_type": "raise_pr", "requirement_id": "R01", "amount": round(0.29 * cap, 2)}
+    )
+    assert res.info["valid"]
+
+
 def test_defer_closes_week_and_moves_noncritical_deadline():
     env = _env()
     w = env.week

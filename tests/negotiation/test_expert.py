@@ -10,6 +10,7 @@ import pytest
 from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
 from negotiation.concession import STALL_MOVE
 from negotiation.guard import BAND, ProposedDecision
+from negotiation.policies.base import pr_headroom, pr_needed
 from negotiation.policies.expert.beliefs import (
     LOWEST_FLOOR_COST,
     SAFE_OPEN_COST,
@@ -19,7 +20,7 @@ from negotiation.policies.expert.beliefs import (
 )
 from negotiation.policies.expert.policy import CREEP, ceil_cents
 from negotiation.policies.lookahead import lowest_accepted
-from negotiation.records import ThreadRecord
+from negotiation.records import LIVE_PR, ThreadRecord, pr_room
 from negotiation.suppliers import PERSONA_PARAMS, SupplierPolicy
 from tests.negotiation.bilateral import play_expert, redraw_tactics
 
@@ -241,9 +242,10 @@ def test_a_clock_the_model_cannot_explain_is_met_by_the_trend_of_its_concessions
 
 
 def test_a_quote_over_the_pr_guardrail_is_bought_as_far_as_the_approved_pr_covers():
-    """No PR may exceed 1.1 x ceiling x quantity, so a quote above that can never be
-    awarded whole: in the award week the expert buys what its largest approved PR covers
-    (partial credit) rather than let the requirement fail with a quote in hand."""
+    """A requirement's PRs together ask at most 1.1 x ceiling x quantity, so a quote above
+    that can never be awarded whole: in the award week the expert buys what its approved
+    PRs still cover (partial credit) rather than let the requirement fail with a quote in
+    hand."""
     partial = 0
     for seed in range(30):
         env = ProcurementEnv(load_scenario("medium_adversarial"))
@@ -256,15 +258,13 @@ def test_a_quote_over_the_pr_guardrail_is_bought_as_far_as_the_approved_pr_cover
                 s = next(s for s in obs.suppliers if s.id == act["supplier_id"])
                 price = obs.threads[(s.id, r.id)].awardable_price(obs.week)
                 whole = min(r.quantity_needed, s.capacity.get(r.category, 0))
-                guardrail = obs.pr_guardrail * r.ceiling_unit_price * r.quantity_needed
-                if price * whole > max(guardrail, obs.pr_threshold):
+                reachable = pr_headroom(obs, r.id, LIVE_PR) + max(
+                    0.0, pr_room(obs.pr_guardrail, r, obs.purchase_requisitions)
+                )
+                if price * whole > reachable and pr_needed(obs, r, price * whole):
                     partial += 1
-                    approved = max(
-                        p.amount
-                        for p in obs.purchase_requisitions
-                        if p.requirement_id == r.id and p.status == "approved"
-                    )
-                    assert act["quantity"] == int(approved / price) < whole, (seed, act)
+                    covered = int(pr_headroom(obs, r.id) / price)
+                    assert act["quantity"] == covered < whole, (seed, act)
             res = env.step(act)
             assert res.info["valid"], (seed, act, res.info["error"])
             obs = res.observation

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...observation import Observation
-from ..base import has_pr
+from ...records import LIVE_PR, pr_room
+from ..base import has_pr, ledger, pr_headroom, pr_missing
 
 if TYPE_CHECKING:
     from .planning import Plan
@@ -23,15 +24,6 @@ def negotiate(sid: str, rid: str, price: float) -> dict[str, Any]:
 def award(sid: str, rid: str, qty: int) -> dict[str, Any]:
     return {"action_type": "award_contract", "supplier_id": sid, "requirement_id": rid,
             "quantity": qty}  # fmt: skip
-
-
-def pr_covering(
-    obs: Observation, rid: str, amount: float, statuses=("approved", "pending")
-) -> bool:
-    for p in obs.purchase_requisitions:
-        if p.requirement_id == rid and p.status in statuses and p.amount >= amount - 1e-6:
-            return True
-    return False
 
 
 def pending_count(obs: Observation, rid: str) -> int:
@@ -50,25 +42,28 @@ def escalatable(obs: Observation, rid: str) -> bool:
 
 
 def _pr_amount(obs: Observation, r) -> float:
-    """The largest PR the guardrail allows (a cent under it), within the budget."""
-    amount = min(
-        obs.pr_guardrail * 0.999 * r.ceiling_unit_price * r.quantity_needed, obs.budget_remaining
-    )
-    return round(round(amount, 2) - 0.01, 2)
+    """The largest PR the guardrail still allows (a cent under it), within the budget; not
+    positive when none can be raised."""
+    room = pr_room(obs.pr_guardrail * 0.999, r, obs.purchase_requisitions)
+    return round(round(min(room, obs.budget_remaining), 2) - 0.01, 2)
 
 
 def raise_prs(obs: Observation, reqs) -> dict[str, Any] | None:
-    """Purchase requisitions ahead of time for every requirement that may need one."""
+    """Purchase requisitions ahead of time for every requirement that may need one: where
+    its PRs, once the pending ones are approved, would not cover 80 % of its cost at the
+    ceiling, and the guardrail leaves room for that."""
+    book, thr = ledger(obs), obs.pr_threshold
+    spend = book.spend
     for r in reqs:
         est = r.ceiling_unit_price * r.quantity_needed
-        if est > obs.pr_threshold and not pr_covering(obs, r.id, est):
-            amount = _pr_amount(obs, r)
-            if (
-                amount >= 0.8 * est
-                and pending_count(obs, r.id) < 2
-                and not pr_covering(obs, r.id, 0.8 * est, ("pending",))
-            ):
-                return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
+        if spend.get(r.id, 0.0) + est <= thr:  # Ledger.needed, inline: every step, every r
+            continue
+        live = book.headroom(r.id, LIVE_PR)
+        if live >= 0.8 * est:
+            continue
+        amount = _pr_amount(obs, r)
+        if amount > 0.0 and live + amount >= 0.8 * est and pending_count(obs, r.id) < 2:
+            return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
     return None
 
 
@@ -101,34 +96,26 @@ def close(obs: Observation, p: Plan, others: float) -> dict[str, Any] | None:
     hedge = _hedge(obs, p, qty, cost)
     if hedge is not None:
         return hedge
-    if cost > obs.pr_threshold and not has_pr(obs, r.id, cost):
+    if pr_missing(obs, r, cost):
         last = r.deadline_week - s.lead_time_weeks
         if (
-            pr_covering(obs, r.id, cost, ("pending",))
+            has_pr(obs, r.id, cost, LIVE_PR)
             and escalatable(obs, r.id)
             and obs.escalations_left > 0
             and last <= week + 1
         ):
             return {"action_type": "escalate", "requirement_id": r.id}
         amount = _pr_amount(obs, r)
-        if amount >= cost:
-            if not pr_covering(obs, r.id, cost) and pending_count(obs, r.id) < 2:
+        if pr_headroom(obs, r.id, LIVE_PR) + max(0.0, amount) >= cost:
+            if not has_pr(obs, r.id, cost, LIVE_PR) and pending_count(obs, r.id) < 2:
                 return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
             return None
-        # No PR can cover the whole award at this price (the guardrail caps it at 1.1 x
-        # ceiling). Until the award week the price may still fall under it; then buy what
-        # the largest approved PR covers rather than let the requirement fail.
-        covered = int(_approved_amount(obs, r.id) / p.ap) if urgent else 0
+        # No PR cover can reach the whole award at this price (the guardrail caps a
+        # requirement's PRs at 1.1 x ceiling x quantity). Until the award week the price may
+        # still fall; then buy what the approved PRs cover rather than let it fail.
+        covered = int(pr_headroom(obs, r.id) / p.ap) if urgent else 0
         return award(s.id, r.id, covered) if covered >= 1 else None
     return award(s.id, r.id, qty)
-
-
-def _approved_amount(obs: Observation, rid: str) -> float:
-    return max(
-        (p.amount for p in obs.purchase_requisitions
-         if p.requirement_id == rid and p.status == "approved"),
-        default=0.0,
-    )  # fmt: skip
 
 
 def _hedge(obs: Observation, p: Plan, qty: int, cost: float) -> dict[str, Any] | None:
@@ -146,7 +133,7 @@ def _hedge(obs: Observation, p: Plan, qty: int, cost: float) -> dict[str, Any] |
         1 <= q2 <= q.s.capacity.get(r.category, 0)
         and round(need * split) == qty
         and cost2 <= obs.budget_remaining
-        and (cost2 <= obs.pr_threshold or has_pr(obs, r.id, cost2))
+        and not pr_missing(obs, r, cost2)
     ):
         return {"action_type": "hedge", "requirement_id": r.id, "supplier_id": p.s.id,
                 "hedge_supplier_id": q.s.id, "split": split}  # fmt: skip

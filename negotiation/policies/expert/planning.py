@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...observation import Observation
-from ..base import has_pr
+from ..base import ledger
 from .beliefs import SupplierView
 
 STICKY = 0.08  # preference for a thread already under way (its rounds are sunk)
@@ -106,14 +106,14 @@ class Planner:
             supply = left + max(0, r.deadline_week - 2 - week) * apw
             rounds = max(1, int(supply / n_le) - 1)
             out.extend(self._plan(obs, r, self._serves.get(r.id, ()), rounds))
-        thr = obs.pr_threshold
+        book, thr = ledger(obs), obs.pr_threshold
         # Earliest award week first; within a week critical requirements, then those that
         # need the fewest slots (a quote already, no PR to wait for).
         out.sort(
             key=lambda p: (
                 p.target,
                 not p.r.critical,
-                (p.ap is None) + (p.reserve > thr and not has_pr(obs, p.r.id, p.reserve)),
+                (p.ap is None) + book.missing(p.r.id, p.reserve, thr),
                 p.r.id,
             )
         )
