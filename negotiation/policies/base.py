@@ -115,10 +115,14 @@ _ledger = Ledger((), ())
 
 
 def ledger(obs: Observation) -> Ledger:
+    """The observation's Ledger: the last one while it still matches, else a new one. The
+    local keeps it thread-safe: a policy in another thread may replace the shared one, but
+    what returns was checked against, or built from, this observation."""
     global _ledger
-    if _ledger.contracts != obs.contracts or _ledger.prs != obs.purchase_requisitions:
-        _ledger = Ledger(obs.contracts, obs.purchase_requisitions)
-    return _ledger
+    book = _ledger
+    if book.contracts != obs.contracts or book.prs != obs.purchase_requisitions:
+        book = _ledger = Ledger(obs.contracts, obs.purchase_requisitions)
+    return book
 
 
 def pr_needed(obs: Observation, r, cost: float) -> bool:

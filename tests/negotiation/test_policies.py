@@ -14,7 +14,8 @@ from negotiation import (
     load_scenario,
     run_episode,
 )
-from negotiation.policies.base import Policy
+from negotiation.policies.base import Policy, ledger, pr_headroom, pr_missing
+from negotiation.records import committed_spend, pr_cover
 
 SEEDS = range(16)
 
@@ -148,3 +149,27 @@ def test_expert_never_sends_an_invalid_action(preset):
         result = run_episode(preset, "expert", seed)
         bad = [(s.step, s.action, s.error) for s in result.steps if not s.valid]
         assert bad == [], f"seed {seed}: {bad[:2]}"
+
+
+def test_the_pr_ledger_answers_for_the_observation_it_is_given():
+    """policies.base keeps one Ledger (spend and PR cover per requirement) while the
+    contracts and PRs stay the same; observations from different points of an episode, in
+    any order, each get their own figures, the engine's rule (records.py)."""
+    env = ProcurementEnv(load_scenario("hard_arena"))
+    obs = env.reset(seed=4)
+    pol = get_policy("expert", seed=4)
+    seen = []
+    while not env.done:
+        obs = env.step(pol.act(obs)).observation
+        if obs.contracts and obs.purchase_requisitions:
+            seen.append(obs)
+    assert len({(o.contracts, o.purchase_requisitions) for o in seen}) >= 5
+    for o in seen[::-3] + seen[::2]:
+        book = ledger(o)
+        for r in o.requirements:
+            spent = committed_spend(o.contracts, r.id)
+            assert book.spend.get(r.id, 0.0) == spent
+            cover = pr_cover(o.purchase_requisitions, r.id)
+            assert pr_headroom(o, r.id) == cover - spent
+            cost = max(0.0, cover - spent) + 1.0
+            assert pr_missing(o, r, cost) == (spent + cost > o.pr_threshold)
