@@ -15,7 +15,7 @@ from .concession import pressure
 from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
 from .field import FIELD_ACTOR
 from .guard import HardRuleGuard, ProposedDecision, band_floor
-from .records import FrozenDict, committed_spend, pr_cover, pr_room
+from .records import FrozenDict, committed_spend, pr_cover, pr_room, pr_shortfall
 from .suppliers import RULE_POLICY, SupplierContext, SupplierPolicy
 from .tells import make_tells
 
@@ -335,18 +335,16 @@ def _check_pr_cover(env: ProcurementEnv, r: Requirement, cost: float) -> None:
     """Once the requirement's spend with this award exceeds the PR threshold, its approved
     PRs together must cover all of it (records.py); raises when they do not."""
     spent = committed_spend(env.contracts_by_req[r.id], r.id)
-    total = spent + cost
-    if total <= env.cfg.pr_threshold:
-        return
     cover = pr_cover(env.prs, r.id)
-    if cover < total - 1e-6:
+    short = pr_shortfall(spent, cost, cover, env.cfg.pr_threshold)
+    if short > 1e-6:
         earlier = f", {spent:,.2f} of it already contracted," if spent > 0 else ""
         raise ActionError(
             "pr_required",
             f"Cost {cost:,.2f} needs approved purchase requisitions for {r.id} covering it: "
-            f"{r.id}'s spend would be {total:,.2f}{earlier} over the PR threshold "
+            f"{r.id}'s spend would be {spent + cost:,.2f}{earlier} over the PR threshold "
             f"{env.cfg.pr_threshold:,.2f}, and its approved PRs cover {cover:,.2f} "
-            f"({total - cover:,.2f} short).",
+            f"({short:,.2f} short).",
         )
 
 

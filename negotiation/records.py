@@ -54,15 +54,15 @@ def quantity_needed(status: str, quantity: int, delivered: int, pending: int) ->
 LIVE_PR = ("pending", "approved")  # PRs that authorise spend now or once approved
 
 
+def contract_spend(c: Any) -> float:
+    """What a contract holds of the budget: its whole cost while pending, its delivered units
+    once closed (the undelivered ones are released, as the week does)."""
+    return (c.quantity if c.status == "pending" else c.delivered_quantity) * c.unit_price
+
+
 def committed_spend(contracts: Iterable[Any], requirement_id: str) -> float:
-    """What a requirement's contracts hold of the budget: a pending contract's whole cost, a
-    closed one's delivered units (the undelivered ones are released, as the week does)."""
-    spend = 0.0
-    for c in contracts:
-        if c.requirement_id == requirement_id:
-            units = c.quantity if c.status == "pending" else c.delivered_quantity
-            spend += units * c.unit_price
-    return spend
+    """What a requirement's contracts hold of the budget."""
+    return sum(contract_spend(c) for c in contracts if c.requirement_id == requirement_id)
 
 
 def pr_cover(
@@ -70,6 +70,14 @@ def pr_cover(
 ) -> float:
     """The spend a requirement's PRs in these statuses authorise together."""
     return sum(p.amount for p in prs if p.requirement_id == requirement_id and p.status in statuses)
+
+
+def pr_shortfall(spent: float, cost: float, cover: float, threshold: float) -> float:
+    """The approved PR cover an award of this cost still lacks: none while the requirement's
+    spend with it (spent + cost) stays within the threshold, else what cover falls short of
+    that spend."""
+    total = spent + cost
+    return 0.0 if total <= threshold else max(0.0, total - cover)
 
 
 def pr_room(guardrail: float, r: Any, prs: Iterable[Any]) -> float:

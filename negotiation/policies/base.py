@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..observation import Observation
-from ..records import committed_spend, pr_cover
+from ..records import contract_spend, pr_shortfall
 from .params import PolicyParams
 
 
@@ -81,16 +81,20 @@ class Ledger:
 
     def __init__(self, contracts: tuple, prs: tuple) -> None:
         self.contracts, self.prs = contracts, prs
-        rids = {c.requirement_id for c in contracts}
-        self.spend = {rid: committed_spend(contracts, rid) for rid in rids}
+        spend: dict[str, float] = {}
+        for c in contracts:  # one pass: records.committed_spend per requirement
+            spend[c.requirement_id] = spend.get(c.requirement_id, 0.0) + contract_spend(c)
+        self.spend = spend
         self._cover: dict[tuple[str, ...], dict[str, float]] = {}
 
     def cover(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
-        """What rid's PRs in these statuses authorise together."""
+        """What rid's PRs in these statuses authorise together (records.pr_cover)."""
         by = self._cover.get(statuses)
         if by is None:
-            rids = {p.requirement_id for p in self.prs}
-            by = self._cover[statuses] = {x: pr_cover(self.prs, x, statuses) for x in rids}
+            by = self._cover[statuses] = {}
+            for p in self.prs:
+                if p.status in statuses:
+                    by[p.requirement_id] = by.get(p.requirement_id, 0.0) + p.amount
         return by.get(rid, 0.0)
 
     def headroom(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
@@ -107,8 +111,10 @@ class Ledger:
         return self.headroom(rid, statuses) >= cost - 1e-6
 
     def missing(self, rid: str, cost: float, threshold: float) -> bool:
-        """An award of this cost on rid needs PR cover, and its approved PRs do not give it."""
-        return self.needed(rid, cost, threshold) and not self.covers(rid, cost)
+        """An award of this cost on rid needs PR cover, and its approved PRs do not give it
+        (records.pr_shortfall, the engine's check)."""
+        short = pr_shortfall(self.spend.get(rid, 0.0), cost, self.cover(rid), threshold)
+        return short > 1e-6
 
 
 _ledger = Ledger((), ())

@@ -53,10 +53,9 @@ def raise_prs(obs: Observation, reqs) -> dict[str, Any] | None:
     its PRs, once the pending ones are approved, would not cover 80 % of its cost at the
     ceiling, and the guardrail leaves room for that."""
     book, thr = ledger(obs), obs.pr_threshold
-    spend = book.spend
     for r in reqs:
         est = r.ceiling_unit_price * r.quantity_needed
-        if spend.get(r.id, 0.0) + est <= thr:  # Ledger.needed, inline: every step, every r
+        if not book.needed(r.id, est, thr):
             continue
         live = book.headroom(r.id, LIVE_PR)
         if live >= 0.8 * est:
