@@ -57,7 +57,13 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario  # noqa: E402
+from negotiation import (  # noqa: E402
+    ProcurementEnv,
+    get_policy,
+    list_policies,
+    list_presets,
+    load_scenario,
+)
 from negotiation.policies.base import Policy  # noqa: E402
 from negotiation.stats import MeanCI, bootstrap_mean_ci  # noqa: E402
 
@@ -313,7 +319,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--seeds", type=int, default=300)
-    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument(
+        "--presets",
+        default=None,
+        help="comma-separated presets (default: the bilateral personas and the arena "
+        "presets); a field cell is named bilateral:<field persona>, e.g. "
+        "bilateral:field_tit_for_tat (default: every available one)",
+    )
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument(
         "--families",
@@ -324,7 +336,13 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args()
-    presets = [p for p in args.presets.split(",") if p]
+    named = [p for p in (args.presets or "").split(",") if p]
+    presets = [p for p in named if ":" not in p] if named else list(PRESETS)
+    field_named = [p for p in named if ":" in p]
+    rule_presets = list_presets(include_llm=False)
+    for p in presets:
+        if p not in rule_presets:
+            ap.error(f"unknown preset '{p}'; use one of {', '.join(rule_presets)}")
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
         if p not in ORACLES and p not in list_policies():
@@ -345,7 +363,8 @@ def main() -> None:
     cells_of: dict[str, list[str]] = {}  # family -> its presets
     for family in families:
         if family != "field":
-            cells_of[family] = list(presets)
+            if presets:
+                cells_of[family] = list(presets)
             continue
         if not strategies:
             print(f"note: the field family is skipped: {why_not}")
@@ -358,6 +377,13 @@ def main() -> None:
                 print(f"note: field persona '{name}' is skipped: {str(exc)[:200]}")
                 continue
             field_cells.append(f"{FIELD_PRESET}:{name}")
+        if field_named:
+            unknown = sorted(set(field_named) - set(field_cells))
+            if unknown:
+                ap.error(f"unknown field cell '{unknown[0]}'; use one of {', '.join(field_cells)}")
+            field_cells = field_named
+        elif named:  # only rule presets were named
+            continue
         if field_cells:
             cells_of[family] = field_cells
         else:
