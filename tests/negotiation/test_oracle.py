@@ -101,3 +101,21 @@ def test_no_public_information_tells_the_bilateral_persona_before_the_first_offe
     for seed in range(16):
         seen = [first_observation(p, seed) for p in PERSONAS]
         assert all(o == seen[0] for o in seen[1:]), seed
+
+
+@pytest.mark.parametrize("preset", ["easy_negotiation", "medium_adversarial", "hard_arena"])
+def test_in_the_arena_the_expert_outscores_every_script_and_keeps_near_the_oracle(preset):
+    """The arena targets of the expert (bench/quality.py measures them on 300 seeds): on
+    the same 30 seeds its mean score beats every script's, reaches 0.9 of the oracle's,
+    and its deal rate is at least the oracle's (scripts that keep more of the surplus per
+    deal do it on far fewer deals, so the arena compares scores)."""
+    seeds = range(30)
+    expert = [_play(preset, get_policy("expert", seed=s), s) for s in seeds]
+    oracle = [_play(preset, OraclePolicy(s), s) for s in seeds]
+    score = statistics.mean(sc for sc, _ in expert)
+    assert score >= 0.9 * statistics.mean(sc for sc, _ in oracle)
+    deals = statistics.mean(m["deal_rate"] for _, m in expert)
+    assert deals >= statistics.mean(m["deal_rate"] for _, m in oracle) - 1e-9
+    for script in (p for p in list_policies() if p.startswith("script_")):
+        theirs = statistics.mean(_play(preset, get_policy(script, seed=s), s)[0] for s in seeds)
+        assert score > theirs, (script, score, theirs)
