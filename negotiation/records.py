@@ -60,16 +60,35 @@ def contract_spend(c: Any) -> float:
     return (c.quantity if c.status == "pending" else c.delivered_quantity) * c.unit_price
 
 
+def spend_by_requirement(contracts: Iterable[Any]) -> dict[str, float]:
+    """What each requirement's contracts hold of the budget, in one pass."""
+    spend: dict[str, float] = {}
+    for c in contracts:
+        spend[c.requirement_id] = spend.get(c.requirement_id, 0.0) + contract_spend(c)
+    return spend
+
+
 def committed_spend(contracts: Iterable[Any], requirement_id: str) -> float:
     """What a requirement's contracts hold of the budget."""
-    return sum(contract_spend(c) for c in contracts if c.requirement_id == requirement_id)
+    return spend_by_requirement(contracts).get(requirement_id, 0.0)
+
+
+def cover_by_requirement(
+    prs: Iterable[Any], statuses: tuple[str, ...] = ("approved",)
+) -> dict[str, float]:
+    """The spend each requirement's PRs in these statuses authorise together, in one pass."""
+    cover: dict[str, float] = {}
+    for p in prs:
+        if p.status in statuses:
+            cover[p.requirement_id] = cover.get(p.requirement_id, 0.0) + p.amount
+    return cover
 
 
 def pr_cover(
     prs: Iterable[Any], requirement_id: str, statuses: tuple[str, ...] = ("approved",)
 ) -> float:
     """The spend a requirement's PRs in these statuses authorise together."""
-    return sum(p.amount for p in prs if p.requirement_id == requirement_id and p.status in statuses)
+    return cover_by_requirement(prs, statuses).get(requirement_id, 0.0)
 
 
 def pr_shortfall(spent: float, cost: float, cover: float, threshold: float) -> float:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..observation import Observation
-from ..records import contract_spend, pr_shortfall
+from ..records import cover_by_requirement, pr_shortfall, spend_by_requirement
 from .params import PolicyParams
 
 
@@ -81,20 +81,14 @@ class Ledger:
 
     def __init__(self, contracts: tuple, prs: tuple) -> None:
         self.contracts, self.prs = contracts, prs
-        spend: dict[str, float] = {}
-        for c in contracts:  # one pass: records.committed_spend per requirement
-            spend[c.requirement_id] = spend.get(c.requirement_id, 0.0) + contract_spend(c)
-        self.spend = spend
+        self.spend = spend_by_requirement(contracts)
         self._cover: dict[tuple[str, ...], dict[str, float]] = {}
 
     def cover(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
         """What rid's PRs in these statuses authorise together (records.pr_cover)."""
         by = self._cover.get(statuses)
         if by is None:
-            by = self._cover[statuses] = {}
-            for p in self.prs:
-                if p.status in statuses:
-                    by[p.requirement_id] = by.get(p.requirement_id, 0.0) + p.amount
+            by = self._cover[statuses] = cover_by_requirement(self.prs, statuses)
         return by.get(rid, 0.0)
 
     def headroom(self, rid: str, statuses: tuple[str, ...] = ("approved",)) -> float:
