@@ -25,7 +25,7 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_presets
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
-	$(PY) -m daphne -b $(HOST) -p $(PORT) procurement.asgi:application
+	$(PY) -m daphne -b $(HOST) -p $(PORT) workers.embedded:application
 
 test: $(VENV)/.field-installed
 	bash scripts/test.sh

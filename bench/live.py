@@ -4,7 +4,7 @@ daphne and channels-redis on loopback, as the dashboard receives it.
     .venv/bin/python bench/live.py [--clients 100 1000] [--step-delay 0.02]
 
 Starts its own PostgreSQL and Redis (tests/servers.py) and a daphne serving
-procurement.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
+config.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
 with the session cookie), then plays a real episode (hard_arena, expert) through the
 production runner in a separate process, as a worker would (in the clients' process its
 Python would compete with theirs for one interpreter lock): each decision is stored (COPY)

@@ -33,7 +33,7 @@ ENV = {
     "PYTHONPATH": str(ROOT),
 }
 os.environ.update(ENV)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procurement.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
 def rss_mb(pids: list[int]) -> float:

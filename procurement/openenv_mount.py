@@ -14,7 +14,7 @@ come from an allowed host, as the dashboard streams must: a session cookie is am
 without that check any site could open a session in the user's name.
 
 The OpenEnv app (and openenv itself, 4-6 s to import) is built on first use, so that
-importing ``procurement.asgi`` stays light.
+importing ``config.asgi`` stays light.
 """
 
 from __future__ import annotations

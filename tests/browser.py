@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "data" / "screenshots"
 PASSWORD = "browser-test-password-1234"
-APP = "procurement.asgi:application"
+APP = "workers.embedded:application"
 USERS = {"analyst": "analyst", "ops": "ops", "norole": None}
 CHROMIUM_ARGS = [  # as the machine's probe runs it: no background traffic to a closed network
     "--no-sandbox",
@@ -48,7 +48,7 @@ for name, role in {USERS!r}.items():
 
 
 class EmbeddedSite:
-    """daphne serving procurement.asgi on a spare port, with its own data folder."""
+    """daphne serving workers.embedded on a spare port, with its own data folder."""
 
     def __init__(self) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="arena-browser-"))

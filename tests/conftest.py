@@ -16,14 +16,19 @@ from pathlib import Path
 
 import pytest
 
-# The embedded web process resumes stalled runs when procurement.asgi is imported; tests
-# import it too and must not have a reconciler thread racing them (tests that want one
-# start it themselves, or a daphne process with RECONCILE_ON_START=1).
+# The embedded web process resumes stalled runs when workers.embedded is imported; tests
+# must not have a reconciler thread racing them (tests that want one start it themselves,
+# or a daphne process with RECONCILE_ON_START=1).
 os.environ.setdefault("RECONCILE_ON_START", "0")
 
 from django.conf import settings
 
 from workers.commands import worker_argv
+from workers.inprocess import install_local_runner
+
+# Tests play the embedded web process's part: runs started here on the thread runner run
+# in this process's worker thread.
+install_local_runner()
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("ARENA_REQUIRE_SERVICES") == "1"
@@ -59,7 +64,7 @@ def worker_env(db_name: str | None = None) -> dict[str, str]:
         db = settings.DATABASES["default"]
         auth = f"{db['USER']}:{db.get('PASSWORD') or ''}"
         env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db_name}"
-    env.setdefault("SECRET_KEY", settings.SECRET_KEY)
+    env.setdefault("SECRET_KEY", str(settings.SECRET_KEY))
     env["PYTHONPATH"] = str(ROOT)
     return env
 

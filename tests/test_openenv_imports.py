@@ -11,8 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ["openenv", "gradio", "fastmcp", "fastapi", "uvicorn"]
-# The start-up modules of every process role (procurement.wsgi where the project has one).
-START_UP = ["procurement.asgi", "procurement.wsgi", "workers.celery_app", "negotiation"]
+# The start-up modules of every process role (config.wsgi where the project has one).
+START_UP = ["config.asgi", "workers.embedded", "config.wsgi", "workers.celery_app", "negotiation"]
 
 PROBE = """
 import importlib, importlib.util, json, sys

@@ -4,7 +4,8 @@ Retries: infrastructure errors only (a lost database or broker connection), with
 exponential backoff without jitter (2, 4, 8 ... 60 s; about 7 minutes in all), so a
 minute-long outage is ridden out. Jitter would let several retries fire within seconds
 and use them up during a short outage. Whatever outlasts the retries, the reconciler
-(``workers.recovery``) resumes.
+(``workers.reconciler``) resumes. Names come from ``procurement.dispatch``, by which the
+Django side sends them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from celery import group, shared_task
 from django.conf import settings
 from django.db import connection
 
+from procurement import dispatch
 from procurement.services.faults import INFRASTRUCTURE_ERRORS
 
 RETRY_POLICY = {
@@ -31,7 +33,7 @@ RETRY_POLICY = {
 }
 
 
-@shared_task(name="workers.tasks.ping")
+@shared_task(name=dispatch.PING)
 def ping(payload: str = "ping") -> dict[str, object]:
     """Liveness probe that also proves the worker has Django and a database connection
     (and its startup heap out of the collector's way, procurement.heap)."""
@@ -46,7 +48,7 @@ def ping(payload: str = "ping") -> dict[str, object]:
     }
 
 
-@shared_task(name="workers.tasks.run_episode", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_EPISODE, **RETRY_POLICY)
 def run_episode_task(episode_id: int) -> dict[str, object]:
     """Run (or resume) one stored episode on a CPU worker."""
     from procurement.services.episode_runner import run_stored_episode
@@ -55,7 +57,7 @@ def run_episode_task(episode_id: int) -> dict[str, object]:
     return {"episode": episode.pk, "status": episode.status, "score": episode.score}
 
 
-@shared_task(name="workers.tasks.run_sweep", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_SWEEP, **RETRY_POLICY)
 def run_sweep_task(sweep_id: int) -> dict[str, object]:
     """Fan a sweep's open cells out in chunks; the chunk that ends last closes the sweep."""
     from procurement.services import sweep_runner
@@ -73,16 +75,16 @@ def run_sweep_task(sweep_id: int) -> dict[str, object]:
     return {"sweep": sweep_id, "chunks": len(chunks)}
 
 
-@shared_task(name="workers.tasks.run_sweep_chunk", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_SWEEP_CHUNK, **RETRY_POLICY)
 def run_sweep_chunk(sweep_id: int, cell_ids: list[int]) -> int:
     from procurement.services.sweep_runner import run_cells
 
     return run_cells(sweep_id, cell_ids)
 
 
-@shared_task(name="workers.tasks.reconcile", ignore_result=True)
+@shared_task(name=dispatch.RECONCILE, ignore_result=True)
 def reconcile_task() -> dict[str, object]:
     """Resume stalled runs now (operators; the workers' timer does it periodically)."""
-    from workers.recovery import reconcile
+    from procurement.services.recovery import reconcile
 
     return reconcile().as_dict()

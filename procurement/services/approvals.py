@@ -13,9 +13,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from procurement import dispatch
 from procurement.models import ApprovalRequest, ApprovalStatus, Episode, EpisodeStatus
 from procurement.services import live
 
@@ -127,11 +127,8 @@ def answer(episode: Episode, user, *, approve: bool) -> ApprovalRequest | None:
 
 
 def _resume(request: ApprovalRequest) -> None:
-    from workers.dispatch import enqueue
-    from workers.tasks import run_episode_task
-
     episode = request.episode
-    transaction.on_commit(lambda: enqueue(run_episode_task, episode.pk, queue=episode.queue))
+    dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
     _publish(request)
 
 

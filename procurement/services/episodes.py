@@ -10,6 +10,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement import dispatch
 from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.services.decision_store import insert_decisions
@@ -115,10 +116,7 @@ def start_episode(
     )
     episode.save()
     if enqueue:
-        from workers.dispatch import enqueue as dispatch
-        from workers.tasks import run_episode_task
-
-        dispatch(run_episode_task, episode.pk, queue=episode.queue)
+        dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
     return episode
 
 

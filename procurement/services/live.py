@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from procurement.models import Decision, Episode, Sweep
+from procurement.publish import publish_many
 from procurement.services.decision_store import stored_values
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,6 @@ def event_content(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _send(group: str, events: list[dict[str, Any]]) -> None:
-    from workers.publish import publish_many
-
     try:
         publish_many(group, [encoded(e) for e in events])
     except Exception:  # live updates are best effort: the stored data is the truth

@@ -1,4 +1,8 @@
-"""Find runs that stopped making progress, and claim them for resumption exactly once.
+"""The reconciler's pass: find runs that stopped making progress, claim each exactly once,
+and send its task again (or close it), so no run is ever stuck.
+
+The workers run it periodically (workers.reconciler, a thread in every worker and in the
+embedded web process); ``manage.py reconcile`` runs it once.
 
 A run (episode or sweep) is stalled when it is not over, the broker holds no message for
 it, and its last sign of life is old: for a queued run, its creation (a committed run
@@ -12,22 +16,28 @@ to show progress before it is looked at again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement import dispatch
+from procurement.dispatch import RunRef
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
+from procurement.services import approvals, human_seat
 from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
 
-OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
+log = logging.getLogger(__name__)
 
-RunRef = tuple[str, int]
+OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
+DISPATCH_GRACE_S = 10.0  # a queued run with no message after this was never sent, or lost
 
 
 @dataclass
@@ -118,3 +128,30 @@ def recover_sweeps(
         if close_sweep_if_done(pk):
             closed.append(pk)
     return resume, closed
+
+
+def reconcile(*, stall_s: float | None = None) -> Recovery:
+    """One pass: find stalled runs, claim each, send its task again (or close it); answer
+    overdue approvals by rule and hand idle human seats to their fallback policy.
+
+    Runs whose task is on its way (``dispatch.runs_in_flight``) are left alone."""
+    stall = settings.RUN_STALL_SECONDS if stall_s is None else stall_s
+    grace = {"queued_grace_s": min(DISPATCH_GRACE_S, stall), "stall_s": stall}
+    live = dispatch.runs_in_flight(taken_within_s=stall)
+    done = Recovery()
+    for pk, queue in stalled_episode_ids(live=live, **grace):
+        if claim_stalled_episode(pk, **grace):
+            dispatch.enqueue(dispatch.RUN_EPISODE, pk, queue=queue)
+            done.episodes_resumed.append(pk)
+    done.approvals_timed_out = approvals.expire_approvals()
+    for episode in human_seat.idle_seats():
+        if human_seat.hand_over(episode):
+            dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
+            done.seats_handed_over.append(episode.pk)
+    resume, closed = recover_sweeps(live=live, **grace)
+    for pk in resume:
+        dispatch.enqueue(dispatch.RUN_SWEEP, pk)
+    done.sweeps_resumed, done.sweeps_closed = resume, closed
+    if done:
+        log.warning("reconciler: %s", done.as_dict())
+    return done

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from procurement import dispatch
 from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.models.status import TERMINAL_STATUSES
@@ -116,10 +117,7 @@ def create_sweep(
         batch_size=2000,
     )
     if enqueue:
-        from workers.dispatch import enqueue as dispatch
-        from workers.tasks import run_sweep_task
-
-        dispatch(run_sweep_task, sweep.pk)
+        dispatch.enqueue(dispatch.RUN_SWEEP, sweep.pk)
     return sweep
 
 

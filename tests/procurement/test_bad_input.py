@@ -24,11 +24,11 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 import procurement
-from procurement.asgi import application
+from config.asgi import application
+from config.routing import websocket_urlpatterns
 from procurement.consumers import NotFoundConsumer
 from procurement.limits import DEPTH_PROBLEM, MAX_JSON_DEPTH, MAX_SEED, NUL_PROBLEM
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
-from procurement.routing import websocket_urlpatterns
 from procurement.services.episodes import start_episode
 from procurement.services.evaluations import evaluation_create
 from procurement.services.sweeps import create_sweep

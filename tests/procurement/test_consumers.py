@@ -13,15 +13,15 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from procurement.asgi import application
+from config.asgi import application
 from procurement.consumers import READ_ONLY
+from procurement.publish import bind_server_loop
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
 from procurement.services.live import encoded
 from procurement.services.scenarios import seed_presets
 from procurement.services.sweeps import create_sweep
 from tests.websockets import ORIGIN, refused_code
-from workers.publish import bind_server_loop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""/openenv/ on the real site (daphne serving procurement.asgi, as `make run` does): the
+"""/openenv/ on the real site (daphne serving workers.embedded, as `make run` does): the
 OpenEnv server behind the API's own login, over HTTP and WebSocket, with the package's
 GenericEnvClient."""
 

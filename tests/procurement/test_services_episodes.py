@@ -37,18 +37,20 @@ def episode(preset, expert) -> Episode:
 def test_start_episode_snapshots_and_dispatches_after_commit(
     preset, expert, django_capture_on_commit_callbacks, monkeypatch
 ) -> None:
-    from workers.tasks import run_episode_task
+    from procurement import dispatch
 
     sent = []
     monkeypatch.setattr(
-        run_episode_task, "apply_async", lambda args, kwargs, **opts: sent.append((args, opts))
+        dispatch.producer(),
+        "send_task",
+        lambda name, args, ignore_result, **opts: sent.append((name, args, opts)),
     )
     with override_settings(TASK_RUNNER="celery"):
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
             episode = svc.start_episode(scenario=preset, policy=expert, seed=5)
         assert len(callbacks) == 1 and sent == []  # nothing is sent before the commit
         callbacks[0]()
-    assert sent == [((episode.pk,), {"queue": "cpu"})]
+    assert sent == [(dispatch.RUN_EPISODE, (episode.pk,), {"queue": "cpu"})]
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.QUEUED
     assert (episode.scenario_name, episode.policy_name, episode.seed) == (

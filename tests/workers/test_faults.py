@@ -151,7 +151,7 @@ class EmbeddedServer:
         argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
         log = open(os.path.join(self.env["DATA_DIR"], "daphne.log"), "a")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [*argv, "procurement.asgi:application"],
+            [*argv, "workers.embedded:application"],
             cwd=ROOT,
             env=self.env,
             stdout=log,

@@ -13,11 +13,11 @@ from channels.layers import get_channel_layer
 from django.db import connections
 from django.test import override_settings
 
+from procurement.publish import bind_server_loop
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
 from procurement.services.live import event_content
 from tests.workers.helpers import seeded
-from workers.publish import bind_server_loop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,7 +110,7 @@ async def test_sweep_progress_is_throttled_to_four_messages_a_second() -> None:
         bind_server_loop(asyncio.get_running_loop())
 
     started = time.monotonic()
-    get_runner().submit(run_sweep_task, (sweep.pk,))
+    get_runner().submit(run_sweep_task.name, (sweep.pk,))
     stamps, last = [], None
     while last is None or last["sweep"]["status"] == "running":
         last = event_content(await asyncio.wait_for(layer.receive(channel), 30))

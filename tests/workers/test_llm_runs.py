@@ -190,7 +190,7 @@ def test_a_slow_llm_episode_is_not_resumed_while_its_process_lives(settings) -> 
     from negotiation.llm import shared
     from negotiation.llm.batching import BatchingBackend
     from procurement.services.episode_runner import run_stored_episode
-    from workers.recovery import reconcile
+    from procurement.services.recovery import reconcile
 
     settings.RUN_STALL_SECONDS = 2.0  # heartbeat every 0.5 s
     scenario, policy = _llm_world("slow-model")

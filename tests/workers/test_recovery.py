@@ -17,10 +17,10 @@ from django.utils import timezone
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Sweep, SweepCell, SweepStatus
 from procurement.services import recovery, sweep_runner
 from procurement.services.episodes import start_episode
+from procurement.services.recovery import reconcile
 from procurement.services.sweeps import cancel_sweep, create_sweep
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
 from workers.inprocess import get_runner
-from workers.recovery import reconcile
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -102,7 +102,7 @@ def test_posted_episode_runs_on_the_worker_and_stores_its_decisions(api_client_f
     try:
         assert get_runner().join(timeout=30)
     finally:
-        get_runner().submit(close_thread_connections)
+        get_runner().submit(close_thread_connections.name)
         get_runner().join(timeout=10)
     detail = client.get(f"{URL}{episode_id}/").json()
     assert detail["status"] == "finished", detail["error"]

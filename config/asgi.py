@@ -1,20 +1,24 @@
-"""ASGI entry point (daphne): HTTP through Django, WebSockets through Channels."""
+"""ASGI entry point of the web process (daphne): HTTP through Django, WebSockets through
+Channels, /openenv/ through the OpenEnv server.
+
+Full mode serves this (docker-compose's web); the embedded default serves
+``workers.embedded``, which adds the in-process runner and the reconciler to it.
+"""
 
 import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procurement.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()  # before importing anything that touches models
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.conf import settings  # noqa: E402
 
+from config.routing import websocket_urlpatterns  # noqa: E402
 from procurement.openenv_mount import OpenEnvMount  # noqa: E402
-from procurement.routing import websocket_urlpatterns  # noqa: E402
-from workers.publish import LoopBindingMiddleware  # noqa: E402
+from procurement.publish import LoopBindingMiddleware  # noqa: E402
 
 application = LoopBindingMiddleware(
     ProtocolTypeRouter(
@@ -27,10 +31,3 @@ application = LoopBindingMiddleware(
     )
 )
 application = OpenEnvMount(application)  # /openenv/: the OpenEnv server, behind the API's login
-
-if settings.TASK_RUNNER == "thread" and settings.RECONCILE_ON_START:
-    # Embedded: this process is the only worker. Resume at once whatever a previous web
-    # process left queued or running, then keep looking periodically.
-    from workers.recovery import start_reconciler
-
-    start_reconciler(at_startup=True)

@@ -1,4 +1,5 @@
-"""Publish live events to Channels groups from synchronous code (tasks, worker threads).
+"""Publish live events to Channels groups from synchronous code (tasks, worker threads,
+requests: an approval, a human seat's move, a cancel).
 
 One event loop owns the channel layer's connections in each process:
 * the web server's loop, when this process serves ASGI (the embedded default: the

@@ -1,8 +1,9 @@
-"""The reconciler: resume runs that stopped making progress, so no run is ever stuck.
+"""The reconciler's loop: a daemon thread that runs the reconciliation pass
+(``procurement.services.recovery.reconcile``) every RECONCILE_INTERVAL_SECONDS.
 
-It runs periodically in every worker (a timer thread started when the worker is ready;
-claims are exclusive, so several workers reconciling at once resume a run only once) and
-in the embedded web process, where it also runs at start-up: a restarted web process
+It runs in every worker (started when the worker is ready; claims are exclusive, so
+several workers reconciling at once resume a run only once) and in the embedded web
+process (workers.embedded), where it also runs at start-up: a restarted web process
 resumes the sweeps and episodes its predecessor left behind.
 """
 
@@ -15,8 +16,7 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-from procurement.services import approvals, human_seat, recovery
-from workers.dispatch import enqueue
+from procurement.services.recovery import reconcile
 
 log = logging.getLogger(__name__)
 
@@ -33,45 +33,6 @@ def _release_connections() -> None:
         if conn.settings_dict.get("OPTIONS", {}).get("pool") and hasattr(conn, "close_pool"):
             with contextlib.suppress(KeyError):
                 conn.close_pool()
-
-
-DISPATCH_GRACE_S = 10.0  # a queued run with no message after this was never sent, or lost
-
-
-def _live_runs(stall_s: float) -> set[recovery.RunRef]:
-    if settings.TASK_RUNNER == "thread":
-        from workers.inprocess import get_runner
-
-        return get_runner().run_refs()
-    from workers.broker import runs_with_messages
-
-    return runs_with_messages(taken_within_s=stall_s)
-
-
-def reconcile(*, stall_s: float | None = None) -> recovery.Recovery:
-    """One pass: find stalled runs, claim each, send its task again (or close it)."""
-    from workers.tasks import run_episode_task, run_sweep_task
-
-    stall = settings.RUN_STALL_SECONDS if stall_s is None else stall_s
-    grace = {"queued_grace_s": min(DISPATCH_GRACE_S, stall), "stall_s": stall}
-    live = _live_runs(stall)
-    done = recovery.Recovery()
-    for pk, queue in recovery.stalled_episode_ids(live=live, **grace):
-        if recovery.claim_stalled_episode(pk, **grace):
-            enqueue(run_episode_task, pk, queue=queue)
-            done.episodes_resumed.append(pk)
-    done.approvals_timed_out = approvals.expire_approvals()
-    for episode in human_seat.idle_seats():
-        if human_seat.hand_over(episode):
-            enqueue(run_episode_task, episode.pk, queue=episode.queue)
-            done.seats_handed_over.append(episode.pk)
-    resume, closed = recovery.recover_sweeps(live=live, **grace)
-    for pk in resume:
-        enqueue(run_sweep_task, pk)
-    done.sweeps_resumed, done.sweeps_closed = resume, closed
-    if done:
-        log.warning("reconciler: %s", done.as_dict())
-    return done
 
 
 class Reconciler:

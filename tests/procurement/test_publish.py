@@ -6,7 +6,7 @@ import uuid
 import pytest
 from channels.layers import get_channel_layer
 
-from workers.publish import publish_many
+from procurement.publish import publish_many
 
 pytestmark = pytest.mark.redis
 

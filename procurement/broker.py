@@ -18,19 +18,14 @@ from collections.abc import Iterable
 import redis
 from django.conf import settings
 
+from procurement.dispatch import RUN_OF_TASK, RunRef
+
 log = logging.getLogger(__name__)
 
 QUEUES = ("cpu", "gpu")
 PRIORITY_SEP = "\x06\x16"  # kombu's separator between a queue and a priority level
 PRIORITY_STEPS = (3, 6, 9)  # level 0 is the queue's own list
 UNACKED, UNACKED_INDEX = "unacked", "unacked_index"
-
-RunRef = tuple[str, int]  # ("episode" | "sweep", id)
-RUN_OF_TASK = {
-    "workers.tasks.run_episode": "episode",
-    "workers.tasks.run_sweep": "sweep",
-    "workers.tasks.run_sweep_chunk": "sweep",
-}
 
 
 def run_ref(payload: dict) -> RunRef | None:
