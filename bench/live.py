@@ -1,7 +1,7 @@
 """Benchmark: a decision persisted -> received by N concurrent WebSocket clients, through
 daphne and channels-redis on loopback, as the dashboard receives it.
 
-    .venv/bin/python bench/live.py [--clients 100 1000] [--step-delay 0.02]
+    .venv/bin/python -m bench.live [--clients 100 1000] [--step-delay 0.02]
 
 Starts its own PostgreSQL and Redis (tests/servers.py) and a daphne serving
 config.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
@@ -28,11 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests import load
+from tests.servers import PostgresServer, RedisServer
 
-from tests import load  # noqa: E402
-from tests.servers import PostgresServer, RedisServer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def percentile(values: list[float], q: float) -> float:

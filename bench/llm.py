@@ -24,11 +24,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from negotiation.llm import ChatMessage, ChatRequest, LLMBackend
 from negotiation.llm.registry import get_backend

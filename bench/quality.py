@@ -54,18 +54,17 @@ from typing import Any
 
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from negotiation import (  # noqa: E402
+from negotiation import (
     ProcurementEnv,
     get_policy,
     list_policies,
     list_presets,
     load_scenario,
 )
-from negotiation.policies.base import Policy  # noqa: E402
-from negotiation.stats import MeanCI, bootstrap_mean_ci  # noqa: E402
+from negotiation.policies.base import Policy
+from negotiation.stats import MeanCI, bootstrap_mean_ci
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PRESETS = (
     "bilateral_cooperative",
