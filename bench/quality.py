@@ -61,7 +61,9 @@ from negotiation import (
     list_presets,
     load_scenario,
 )
+from negotiation.field import available_field_strategies
 from negotiation.policies.base import Policy
+from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
 from negotiation.stats import MeanCI, bootstrap_mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,12 +97,7 @@ FIELD_PRESET = "bilateral"  # the preset the field personas play
 
 def field_strategies() -> tuple[list[str], str | None]:
     """(the field personas that can play here, why none can)."""
-    try:
-        from negotiation.field import available_field_strategies
-
-        names = list(available_field_strategies())
-    except ImportError as exc:
-        return [], f"negotiation.field is not importable ({exc})"
+    names = list(available_field_strategies())
     if not names:
         return [], "no field strategy is available (the optional negmas packages are missing)"
     return names, None
@@ -132,12 +129,8 @@ def scenario(family: str, preset: str):
     return load_scenario(preset)
 
 
-def oracle_class(name: str = ORACLE) -> type[Policy] | None:
-    """An oracle's class, or None while its module cannot be imported."""
-    try:
-        from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
-    except ImportError:
-        return None
+def oracle_class(name: str = ORACLE) -> type[Policy]:
+    """An oracle's class."""
     return SafeOpenOraclePolicy if name == SAFE_ORACLE else OraclePolicy
 
 
@@ -145,10 +138,7 @@ def make_buyer(name: str, seed: int) -> Policy:
     """A fresh buyer for one episode: an oracle (not in the public registry) or a
     registered policy."""
     if name in ORACLES:
-        cls = oracle_class(name)
-        if cls is None:
-            raise RuntimeError("negotiation.policies.oracle is not importable")
-        return cls(seed=seed)
+        return oracle_class(name)(seed=seed)
     return get_policy(name, seed=seed)
 
 
@@ -346,9 +336,6 @@ def main() -> None:
     for p in policies:
         if p not in ORACLES and p not in list_policies():
             ap.error(f"unknown policy '{p}'")
-    if oracle_class() is None:
-        print("note: negotiation.policies.oracle is not importable yet; the oracles are skipped")
-        policies = [p for p in policies if p not in ORACLES]
     strategies, why_not = field_strategies()
     if args.families is None:
         families = ["rule", "mixed"] + (["field"] if strategies else [])

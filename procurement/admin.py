@@ -297,7 +297,7 @@ class EvaluationAdmin(ReadOnlyAdmin):
 
 
 class PolicyConfigAdminForm(forms.ModelForm):
-    # A callable: policies registered later (the LLM layer) appear too.
+    # A callable: read when a form is built, not when the admin is imported.
     policy = forms.ChoiceField(choices=lambda: [(p, p) for p in policy_services.known_policies()])
 
     class Meta:

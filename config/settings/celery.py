@@ -26,7 +26,6 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
-CELERY_TASK_ROUTES = {"workers.gpu.*": {"queue": "gpu"}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A message a dead worker had taken comes back after the visibility timeout: matched to
 # the longest chunk (SWEEP_CHUNK_CELLS LLM episodes), not Redis' default of one hour.

@@ -29,15 +29,12 @@ EDITABLE_FIELDS = (*RUN_FIELDS, "description")  # the name is fixed: results ref
 
 
 def known_policies() -> list[str]:
-    registered = list_policies()
-    return registered if LLM_POLICY in registered else [*registered, LLM_POLICY]
+    """Every registered buyer policy (``llm`` included: the engine registers it)."""
+    return list_policies()
 
 
 def params_model(policy: str) -> type[PolicyParams]:
-    """The schema of a policy's params. Until the LLM layer registers its policy (with its
-    own schema), ``llm`` takes none."""
-    if policy == LLM_POLICY and LLM_POLICY not in list_policies():
-        return PolicyParams
+    """The schema of a policy's params."""
     return policy_params_model(policy)
 
 
