@@ -1,4 +1,5 @@
-"""The reconciler and the runner's failure handling, on the embedded thread runner.
+"""The reconciler's pass (services.recovery.reconcile) and the runner's failure handling,
+on the embedded thread runner.
 
 Each test builds the state a fault leaves behind (a committed run whose task never came,
 a sweep whose chunks were lost, a cell the engine or the database refuses) and shows the
