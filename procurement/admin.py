@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from negotiation.config import TIERS
 from procurement import scenario_form
+from procurement.errors import ApplicationError
 from procurement.limits import JSONInputField
 from procurement.models import (
     Decision,
@@ -28,7 +29,6 @@ from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
 from procurement.services.protection import in_use_message
-from procurement.services.quotas import QuotaExceeded
 
 admin.site.site_header = "Procurement Arena"
 admin.site.site_title = "Procurement Arena admin"
@@ -217,8 +217,8 @@ class ScenarioAdmin(ProtectResultsAdmin):
                 episode = episode_services.start_episode(
                     scenario=scenario, policy=policy, seed=seed, user=request.user
                 )
-            except QuotaExceeded as exc:
-                self.message_user(request, str(exc), messages.ERROR)
+            except ApplicationError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
                 return
             self.message_user(
                 request,

@@ -185,6 +185,7 @@ class HumanMoveSerializer(serializers.Serializer):
 
 
 class RefusedMoveSerializer(serializers.Serializer):
+    detail = serializers.CharField()
     code = serializers.CharField()
     message = serializers.CharField()
     field = serializers.CharField(allow_null=True)

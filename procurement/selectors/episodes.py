@@ -6,8 +6,10 @@ from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
 
 if TYPE_CHECKING:
@@ -53,12 +55,8 @@ def unknown_names(kind: Literal["scenario", "policy"], names: Collection[str]) -
     return [n for n in names if n not in known]
 
 
-class StateUnavailable(Exception):
+class StateUnavailable(Conflict):
     """The public state of a past step cannot be derived (the message says why)."""
-
-
-class NoSuchStep(ValueError):
-    pass
 
 
 def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
@@ -90,7 +88,8 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     """What the buyer saw after decision ``step`` (-1: before the first), for the replay
     boards (see ``replayed_observations``)."""
     if not -1 <= step < episode.steps:
-        raise NoSuchStep(f"step must be between -1 and {episode.steps - 1}; got {step}.")
+        message = f"step must be between -1 and {episode.steps - 1}; got {step}."
+        raise ValidationError({"step": [message]})
     actions = episode_decisions(episode).filter(step__lte=step).values_list("action", flat=True)
     replay = replayed_observations(episode, actions.iterator(chunk_size=2000))
     state = deque(replay, maxlen=1).pop().to_dict()  # the last one: after ``step``

@@ -10,8 +10,10 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement.errors import Conflict, Forbidden
 from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.roles import may_cancel_episode
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import check_llm_episode_quota, uses_llm
 from procurement.services.run_status import cancel_run
@@ -211,14 +213,19 @@ def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
     return bool(failed)
 
 
-def cancel_episode(episode: Episode) -> bool:
-    """Cancel a queued or running episode; the runner stops at its next batch."""
+def episode_cancel(*, episode: Episode, user=None) -> Episode:
+    """Cancel a queued or running episode; the runner stops at its next batch. ``user``
+    (None: an operator's command) must be allowed to steer it (roles.may_cancel_episode).
+
+    Raises Forbidden, or Conflict when the episode is already over."""
     from procurement.services.approvals import withdraw
 
-    cancelled = cancel_run(episode)
-    if cancelled:
-        withdraw(episode)
-    return cancelled
+    if user is not None and not may_cancel_episode(user, episode):
+        raise Forbidden("Analysts cancel only the episodes they started.")
+    if not cancel_run(episode):
+        raise Conflict(f"Episode is {episode.status}; only queued or running ones cancel.")
+    withdraw(episode)
+    return episode
 
 
 @dataclass(frozen=True)
@@ -230,9 +237,13 @@ class ReplayReport:
     matches: bool
 
 
-def replay_episode(episode: Episode) -> ReplayReport:
-    """Re-run the stored actions through a fresh engine and compare the score."""
+def episode_replay(*, episode: Episode) -> ReplayReport:
+    """Re-run the stored actions through a fresh engine and compare the score; Conflict
+    unless the episode finished."""
     from negotiation import ProcurementEnv, load_scenario
+
+    if episode.status != EpisodeStatus.FINISHED:
+        raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
     env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
     env.reset(seed=episode.seed)

@@ -22,6 +22,7 @@ from django.utils import timezone
 from negotiation import ProcurementEnv, load_scenario
 from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
+from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
 from procurement.services import live
 from procurement.services.episodes import (
@@ -54,23 +55,11 @@ FIELD_OF_CODE = {
 }
 
 
-class SeatError(Exception):
-    """The move cannot be made (not your seat, episode over, LLM suppliers...)."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class RefusedMove(Exception):
-    """The engine refused the action; nothing was stored."""
+class RefusedMove(ApplicationError):
+    """The engine refused the action (its code, and the field to fix); nothing was stored."""
 
     def __init__(self, code: str, message: str, field: str | None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.field = code, message, field
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "field": self.field}
+        super().__init__(message, {"code": code, "message": message, "field": field})
 
 
 def is_human(snapshot: dict[str, Any]) -> bool:
@@ -112,20 +101,21 @@ def _rebuild(episode: Episode) -> ProcurementEnv:
 def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
     """Apply the seat holder's action; returns the stored decision's payload.
 
-    Raises SeatError (not yours, not running, handed over) or RefusedMove (the engine's
-    coded error; nothing stored).
+    Raises Forbidden (not yours), Conflict (not running, over, handed over), another
+    ApplicationError (not a human seat) or RefusedMove (the engine's coded error; nothing
+    stored).
     """
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id)
         if not is_human(episode.policy_snapshot):
-            raise SeatError("This episode is not played by a human.", status=400)
+            raise ApplicationError("This episode is not played by a human.")
         if episode.created_by_id != user.pk:
-            raise SeatError("Only the analyst who started this episode plays its seat.", 403)
+            raise Forbidden("Only the analyst who started this episode plays its seat.")
         if episode.status != EpisodeStatus.RUNNING:
-            raise SeatError(f"The episode is {episode.status}; it takes no more moves.")
+            raise Conflict(f"The episode is {episode.status}; it takes no more moves.")
         env = _rebuild(episode)
         if env.done:
-            raise SeatError("The episode is over.")
+            raise Conflict("The episode is over.")
         res, record = record_step(env, action, DecisionMeta(actor=HUMAN_ACTOR))
         if not record.valid:
             error = record.error or {"code": "invalid", "message": "Invalid action."}
@@ -134,7 +124,7 @@ def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
         try:
             append_decisions(episode, [payload], attempt=episode.attempts)
         except AttemptSuperseded:
-            raise SeatError("The seat was handed over or the episode cancelled.") from None
+            raise Conflict("The seat was handed over or the episode cancelled.") from None
         if res.done:
             score = env.score()
             finish_episode(

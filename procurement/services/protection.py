@@ -11,11 +11,12 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from procurement.errors import Conflict
 from procurement.models import PolicyConfig, Scenario
 from procurement.selectors.references import result_references
 
 
-class InUseError(Exception):
+class InUseError(Conflict):
     """A delete refused because sweeps or episodes refer to the object."""
 
 

@@ -12,12 +12,9 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
+from procurement.errors import QuotaExceeded
 from procurement.models import Episode, EpisodeStatus
 from procurement.models.policy import snapshot_uses_llm
-
-
-class QuotaExceeded(Exception):
-    """A user asked for more LLM work than their limit allows (HTTP 429)."""
 
 
 def uses_llm(scenario_config: dict, policy_snapshot: dict) -> bool:

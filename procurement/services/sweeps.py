@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from procurement.errors import Conflict
 from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.models.status import TERMINAL_STATUSES
@@ -188,6 +189,9 @@ def close_sweep_if_done(sweep_id: int) -> Sweep | None:
     return sweep
 
 
-def cancel_sweep(sweep: Sweep) -> bool:
-    """Cancel a queued or running sweep; its remaining chunks mark their cells cancelled."""
-    return cancel_run(sweep)
+def sweep_cancel(*, sweep: Sweep) -> Sweep:
+    """Cancel a queued or running sweep; its remaining chunks mark their cells cancelled.
+    Conflict when the sweep is already over."""
+    if not cancel_run(sweep):
+        raise Conflict(f"Sweep is {sweep.status}; only queued or running ones cancel.")
+    return sweep

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from procurement.forms import StartEpisodeForm
 from procurement.models import Episode
 from procurement.roles import may_cancel_episode
+from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
-from procurement.services import live
 from procurement.services.episodes import start_episode
 from procurement.services.human_seat import is_human
 from procurement.views.access import call_service, role_required

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from procurement.forms import StartSweepForm
 from procurement.models import Sweep
 from procurement.roles import has_role
+from procurement.selectors import live
 from procurement.selectors.catalog import llm_names
-from procurement.services import live
 from procurement.services.sweeps import create_sweep
 from procurement.views.access import call_service, role_required
 

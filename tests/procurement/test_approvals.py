@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from negotiation import load_scenario, run_episode
 from procurement.models import ApprovalRequest, Episode, PolicyConfig
+from procurement.selectors.approvals import pending_approvals
 from procurement.services import approvals, recovery
 from procurement.services.episode_runner import run_stored_episode
 from procurement.services.episodes import start_episode
@@ -49,7 +50,7 @@ def _escalation_step() -> int:
 def test_the_run_stops_at_the_escalation_and_frees_its_worker(waiting) -> None:
     _, episode = waiting
     step = _escalation_step()
-    [request] = approvals.pending_approvals(episode)
+    [request] = pending_approvals(episode=episode)
     assert (episode.status, episode.steps, request.step) == ("running", step, step)
     assert request.action["action_type"] == "escalate" and "approval" not in request.action
     stalled = recovery.stalled_episode_ids(live=[], queued_grace_s=0, stall_s=0)
@@ -105,7 +106,7 @@ def test_cancelling_withdraws_the_request(waiting) -> None:
     starter, episode = waiting
     assert starter.post(f"/api/episodes/{episode.pk}/cancel/").status_code == 200
     assert ApprovalRequest.objects.get(episode=episode).status == "withdrawn"
-    assert approvals.pending_approvals() == []
+    assert pending_approvals() == []
 
 
 def test_sweeps_never_wait_for_a_person(gated) -> None:

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig
 from procurement.services import episodes as svc
 from procurement.services.episode_runner import run_stored_episode
@@ -129,7 +130,7 @@ def test_only_the_newest_attempt_writes(episode) -> None:
 @pytest.mark.django_db
 def test_a_cancelled_episode_refuses_further_batches(episode) -> None:
     attempt = svc.claim_episode(episode)
-    assert svc.cancel_episode(Episode.objects.get(pk=episode.pk))
+    svc.episode_cancel(episode=Episode.objects.get(pk=episode.pk))
     with pytest.raises(svc.AttemptSuperseded):
         svc.append_decisions(episode, [record(0)], attempt=attempt)
     assert not Decision.objects.filter(episode=episode).exists()
@@ -151,14 +152,15 @@ def test_finish_fail_and_cancel(episode) -> None:
     )
     assert episode.finished_at >= episode.started_at and episode.duration_seconds >= 0
     assert svc.claim_episode(episode) is None  # a finished episode is never claimed again
-    assert not svc.cancel_episode(episode)
+    with pytest.raises(Conflict, match="only queued or running ones cancel"):
+        svc.episode_cancel(episode=episode)
     assert episode.status == EpisodeStatus.FINISHED
 
 
 @pytest.mark.django_db
 def test_cancel_and_fail(preset, expert) -> None:
     queued = svc.start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
-    assert svc.cancel_episode(queued)
+    assert svc.episode_cancel(episode=queued) is queued
     assert queued.status == EpisodeStatus.CANCELLED and queued.finished_at
     failing = svc.start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
     attempt = svc.claim_episode(failing)
@@ -183,7 +185,7 @@ def test_replay_reproduces_the_stored_score(seeded, policy) -> None:
     assert list(episode.decisions.values_list("step", flat=True)) == list(range(episode.steps))
     assert 0.0 <= episode.score <= 1.0
 
-    report = svc.replay_episode(episode)
+    report = svc.episode_replay(episode=episode)
     assert report.matches, report
     assert report.steps == episode.steps
     assert report.replayed_score == pytest.approx(episode.score, abs=1e-12)
@@ -191,7 +193,7 @@ def test_replay_reproduces_the_stored_score(seeded, policy) -> None:
     # a tampered stored score is detected
     Episode.objects.filter(pk=episode.pk).update(score=episode.score + 0.05)
     episode.refresh_from_db()
-    assert not svc.replay_episode(episode).matches
+    assert not svc.episode_replay(episode=episode).matches
 
 
 @pytest.mark.django_db
@@ -203,4 +205,4 @@ def test_the_largest_accepted_seed_runs_and_replays(preset) -> None:
     run_stored_episode(episode.pk, live_updates=False)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FINISHED, episode.error
-    assert episode.seed == MAX_SEED and svc.replay_episode(episode).matches
+    assert episode.seed == MAX_SEED and svc.episode_replay(episode=episode).matches

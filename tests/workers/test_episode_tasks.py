@@ -98,7 +98,7 @@ def test_infrastructure_errors_are_retried_and_engine_errors_are_not(monkeypatch
 
 
 def test_cancelling_stops_a_running_episode_at_the_next_batch(monkeypatch) -> None:
-    from procurement.services.episodes import cancel_episode
+    from procurement.services.episodes import episode_cancel
 
     episode = _episode(scenario="hard_arena", seed=1)
     monkeypatch.setattr(episode_runner, "BATCH_STEPS", 5)
@@ -106,7 +106,7 @@ def test_cancelling_stops_a_running_episode_at_the_next_batch(monkeypatch) -> No
 
     def cancel_after_first_batch(ep, records, **kw):
         rows = original(ep, records, **kw)
-        cancel_episode(Episode.objects.get(pk=ep.pk))
+        episode_cancel(episode=Episode.objects.get(pk=ep.pk))
         return rows
 
     monkeypatch.setattr(episode_runner, "append_decisions", cancel_after_first_batch)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Sweep, SweepCell, SweepStatus
 from procurement.services import recovery, sweep_runner
 from procurement.services.episodes import start_episode
-from procurement.services.sweeps import cancel_sweep, create_sweep
+from procurement.services.sweeps import create_sweep, sweep_cancel
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
 from workers.inprocess import get_runner
 from workers.recovery import reconcile
@@ -155,7 +155,7 @@ def test_a_cancelled_sweep_whose_chunks_are_gone_is_closed(thread_runner) -> Non
     )
     chunks = sweep_runner.start_sweep(sweep.pk)
     sweep_runner.run_cells(sweep.pk, chunks[0].cell_ids)
-    assert cancel_sweep(sweep)
+    assert sweep_cancel(sweep=sweep) is sweep
     assert reconcile().sweeps_closed == [sweep.pk]
     sweep.refresh_from_db()
     assert sweep.status == SweepStatus.CANCELLED and sweep.summary

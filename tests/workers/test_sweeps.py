@@ -118,7 +118,7 @@ def test_embedded_thread_runs_the_same_sweep_tasks() -> None:
 @override_settings(TASK_RUNNER="thread")
 def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
     from procurement.services.sweep_runner import run_cells, start_sweep
-    from procurement.services.sweeps import cancel_sweep, finish_sweep
+    from procurement.services.sweeps import finish_sweep, sweep_cancel
 
     scenarios, policies = seeded()
     sweep = create_sweep(
@@ -130,7 +130,7 @@ def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
     chunks = start_sweep(sweep.pk)
     cell_ids = [c for chunk in chunks for c in chunk.cell_ids]
     run_cells(sweep.pk, cell_ids[:2])
-    assert cancel_sweep(sweep)
+    assert sweep_cancel(sweep=sweep) is sweep
     run_cells(sweep.pk, cell_ids[2:])
     sweep = finish_sweep(sweep)
     assert sweep.status == SweepStatus.CANCELLED
