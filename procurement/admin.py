@@ -29,6 +29,7 @@ from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
 from procurement.services.protection import in_use_message
+from procurement.validators import known_policies, validate_scenario_config
 
 admin.site.site_header = "Procurement Arena"
 admin.site.site_title = "Procurement Arena admin"
@@ -86,7 +87,7 @@ class _ScenarioAdminFormBase(forms.ModelForm):
                 selected[key] = list(cleaned.get(field) or [])
                 config[key] = [CATALOGUE_SPECS[key](entry) for entry in selected[key]]
         try:
-            self.validated_config = scenario_services.validate_scenario_config(config)
+            self.validated_config = validate_scenario_config(config)
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 target, label = self._error_target(field, selected)
@@ -298,7 +299,7 @@ class EvaluationAdmin(ReadOnlyAdmin):
 
 class PolicyConfigAdminForm(forms.ModelForm):
     # A callable: policies registered later (the LLM layer) appear too.
-    policy = forms.ChoiceField(choices=lambda: [(p, p) for p in policy_services.known_policies()])
+    policy = forms.ChoiceField(choices=lambda: [(p, p) for p in known_policies()])
 
     class Meta:
         model = PolicyConfig

@@ -69,13 +69,12 @@ def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[
     Raises StateUnavailable at once (before any replay) for LLM suppliers."""
     from negotiation import ProcurementEnv, load_scenario
 
-    config = load_scenario(episode.scenario_snapshot)
-    if config.supplier_llm is not None and config.supplier_llm.personas:
+    if episode.run_plan.suppliers_use_llm:
         raise StateUnavailable(
             "Its suppliers are language models: a past step's boards would need the model "
             "again. The decision timeline holds every step."
         )
-    return _replay(ProcurementEnv(config), episode.seed, actions)
+    return _replay(ProcurementEnv(load_scenario(episode.scenario_snapshot)), episode.seed, actions)
 
 
 def _replay(env: ProcurementEnv, seed: int, actions: Iterable[Any]) -> Iterator[Observation]:

@@ -31,7 +31,7 @@ def requires_approval(episode: Episode) -> bool:
     return (
         episode.sweep_id is None
         and episode.scenario_snapshot.get("escalation_approver") == "human"
-        and episode.queue != "human"  # a human seat's escalations follow the rule
+        and not episode.run_plan.human_seat  # a human seat's escalations follow the rule
     )
 
 

@@ -14,8 +14,9 @@ from procurement.errors import Conflict, Forbidden
 from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.roles import may_cancel_episode
+from procurement.run_plan import HUMAN_QUEUE, RunPlan
 from procurement.services.decision_store import insert_decisions
-from procurement.services.quotas import check_llm_episode_quota, uses_llm
+from procurement.services.quotas import check_llm_episode_quota
 from procurement.services.run_status import cancel_run
 
 
@@ -33,13 +34,11 @@ class Pinned:
         """The scenario and policy as they are stored at this moment."""
         return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
 
-
-def queue_for(scenario_config: dict[str, Any], policy_snapshot: dict[str, Any]) -> str:
-    """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu. A human
-    seat is on no worker's queue: it is played move by move (services.human_seat)."""
-    if policy_snapshot.get("policy") == "human":
-        return "human"
-    return "gpu" if uses_llm(scenario_config, policy_snapshot) else "cpu"
+    @property
+    def run_plan(self) -> RunPlan:
+        return RunPlan.of(
+            scenario_config=self.scenario_config, policy_snapshot=self.policy_snapshot
+        )
 
 
 def build_episode(
@@ -64,7 +63,7 @@ def build_episode(
         policy_version=pinned.policy_version,
         policy_snapshot=pinned.policy_snapshot,
         seed=seed,
-        queue=queue_for(pinned.scenario_config, pinned.policy_snapshot),
+        queue=pinned.run_plan.queue,
         created_by=user,
         sweep=sweep,
     )
@@ -103,18 +102,15 @@ def start_episode(
         seed = next_free_seed(scenario, policy)
     episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
     episode.step_delay = step_delay
-    if episode.queue == "human":
+    plan = episode.run_plan
+    if plan.queue == HUMAN_QUEUE:
         from procurement.services import human_seat
 
-        human_seat.check_seat_allowed(episode.scenario_snapshot)
+        human_seat.check_seat_allowed(plan)
         episode.save()
         human_seat.open_seat(episode)  # no task: the analyst plays it move by move
         return episode
-    check_llm_episode_quota(
-        user=user,
-        scenario_config=episode.scenario_snapshot,
-        policy_snapshot=episode.policy_snapshot,
-    )
+    check_llm_episode_quota(user=user, plan=plan)
     episode.save()
     if enqueue:
         from workers.dispatch import enqueue as dispatch

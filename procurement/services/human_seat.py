@@ -24,16 +24,10 @@ from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
 from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
+from procurement.run_plan import HUMAN_QUEUE, RunPlan
 from procurement.services import live
-from procurement.services.episodes import (
-    AttemptSuperseded,
-    append_decisions,
-    finish_episode,
-    queue_for,
-)
+from procurement.services.episodes import AttemptSuperseded, append_decisions, finish_episode
 
-HUMAN_POLICY = "human"
-HUMAN_QUEUE = "human"  # no worker consumes it: the seat is played through the API
 HUMAN_ACTOR = "human"
 
 # Engine error codes -> the action field a person should fix (messages that name a
@@ -62,13 +56,9 @@ class RefusedMove(ApplicationError):
         super().__init__(message, {"code": code, "message": message, "field": field})
 
 
-def is_human(snapshot: dict[str, Any]) -> bool:
-    return snapshot.get("policy") == HUMAN_POLICY
-
-
-def check_seat_allowed(scenario_config: dict[str, Any]) -> None:
+def check_seat_allowed(plan: RunPlan) -> None:
     """A human seat replays the world on every move: suppliers must be rules, not models."""
-    if (scenario_config.get("supplier_llm") or {}).get("personas"):
+    if plan.suppliers_use_llm:
         message = (
             "The human seat needs rule suppliers: this scenario's suppliers are language "
             "models, whose answers a replay cannot reproduce."
@@ -107,7 +97,7 @@ def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
     """
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id)
-        if not is_human(episode.policy_snapshot):
+        if not episode.run_plan.human_seat:
             raise ApplicationError("This episode is not played by a human.")
         if episode.created_by_id != user.pk:
             raise Forbidden("Only the analyst who started this episode plays its seat.")
@@ -157,7 +147,7 @@ def hand_over(episode: Episode) -> bool:
     then sends the run task to ``episode.queue``)."""
     fallback = (episode.policy_snapshot.get("params") or {}).get("fallback", "expert")
     snapshot = {"name": fallback, "policy": fallback, "params": {}, "backend": "", "model": ""}
-    queue = queue_for(episode.scenario_snapshot, snapshot)
+    queue = RunPlan.of(scenario_config=episode.scenario_snapshot, policy_snapshot=snapshot).queue
     changed = Episode.objects.filter(
         pk=episode.pk, queue=HUMAN_QUEUE, status=EpisodeStatus.RUNNING
     ).update(

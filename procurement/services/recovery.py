@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
+from procurement.run_plan import HUMAN_QUEUE
 from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
 
 OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
@@ -79,7 +80,7 @@ def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stal
         # A human seat waits for a person, not a worker: idle seats are handed over instead
         # (services.human_seat.idle_seats).
         Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
-        .exclude(queue="human")
+        .exclude(queue=HUMAN_QUEUE)
         # ... and one waiting for an approver is answered by expire_approvals at its deadline.
         .exclude(approvals__status=ApprovalStatus.PENDING),
         queued_grace_s=queued_grace_s,

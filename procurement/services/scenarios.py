@@ -8,28 +8,15 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from negotiation import ScenarioValidationError, apply_tier, list_policies, list_presets
+from negotiation import apply_tier, list_policies, list_presets
 from negotiation import load_scenario as engine_load_scenario
 from negotiation.catalogue import get_catalogue
 from negotiation.config import TIERS
 from negotiation.scenarios import DEFAULT_LLM
 from procurement.models import PolicyConfig, RequirementTemplate, Scenario
-from procurement.models.policy import LLM_POLICY
+from procurement.run_plan import LLM_POLICY
 from procurement.services.protection import delete_unreferenced
-
-
-def validate_scenario_config(config: Any) -> dict[str, Any]:
-    """The engine's validation, as Django ValidationError keyed by parameter name."""
-    if not isinstance(config, dict):
-        raise ValidationError({"config": ["The config must be a JSON object of parameters."]})
-    try:
-        return engine_load_scenario(config).model_dump(mode="json")
-    except ScenarioValidationError as exc:
-        errors: dict[str, list[str]] = {}
-        for err in exc.errors:
-            field = err["field"] or "config"
-            errors.setdefault(field, []).append(err["message"])
-        raise ValidationError(errors) from None
+from procurement.validators import validate_scenario_config
 
 
 @transaction.atomic

@@ -19,10 +19,11 @@ from procurement.errors import Conflict
 from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.models.status import TERMINAL_STATUSES
+from procurement.run_plan import HUMAN_POLICY, RunPlan
 from procurement.selectors.aggregates import leaderboard
 from procurement.services import live
-from procurement.services.episodes import Pinned, queue_for
-from procurement.services.quotas import check_llm_sweep_quota, uses_llm
+from procurement.services.episodes import Pinned
+from procurement.services.quotas import check_llm_sweep_quota
 from procurement.services.run_status import cancel_run
 
 OPEN_CELL_STATUSES = ("pending", "running")
@@ -52,9 +53,12 @@ class SweepPins:
         )
 
     def queues(self) -> dict[tuple[int, int], str]:
-        """The queue of each (scenario id, policy id) pair, from the pinned versions."""
+        """The queue of each (scenario id, policy id) pair: the run plan of the pinned
+        versions."""
         return {
-            (int(sid), int(pid)): queue_for(scenario["config"], policy["snapshot"])
+            (int(sid), int(pid)): RunPlan.of(
+                scenario_config=scenario["config"], policy_snapshot=policy["snapshot"]
+            ).queue
             for sid, scenario in self.pinned["scenarios"].items()
             for pid, policy in self.pinned["policies"].items()
         }
@@ -90,11 +94,15 @@ def create_sweep(
     validate_sweep_grid(
         scenarios=len(scenarios), policies=len(policies), seeds=seeds, seed_start=seed_start
     )
-    if any(p.policy == "human" for p in policies):
+    if any(p.policy == HUMAN_POLICY for p in policies):
         raise ValidationError({"policies": ["A human seat plays single episodes, not sweeps."]})
     check_llm_sweep_quota(
         user=user,
-        llm_pairs=(uses_llm(s.engine_config(), p.snapshot()) for s in scenarios for p in policies),
+        plans=(
+            RunPlan.of(scenario_config=s.engine_config(), policy_snapshot=p.snapshot())
+            for s in scenarios
+            for p in policies
+        ),
         seeds=seeds,
     )
     sweep = Sweep.objects.create(

@@ -76,10 +76,12 @@ def test_llm_work_goes_to_the_gpu_queue(preset) -> None:
     llm = PolicyConfig.objects.create(name="llm-a", policy="llm", backend="vllm", model="/m")
     assert svc.build_episode(scenario=preset, policy=llm, seed=0).queue == "gpu"
     rule = PolicyConfig.objects.get(name="expert")
-    assert (
-        svc.queue_for({**preset.config, "supplier_llm": {"model": "x"}}, rule.snapshot()) == "gpu"
-    )
-    assert svc.queue_for(preset.config, rule.snapshot()) == "cpu"
+    llm_suppliers = {"model": "x", "personas": ["hardball"]}
+    preset.config = {**preset.config, "supplier_llm": llm_suppliers}
+    assert svc.build_episode(scenario=preset, policy=rule, seed=0).queue == "gpu"
+    # A supplier_llm that names no persona plays rule suppliers: cpu work.
+    preset.config = {**preset.config, "supplier_llm": {"model": "x"}}
+    assert svc.build_episode(scenario=preset, policy=rule, seed=0).queue == "cpu"
 
 
 @pytest.mark.django_db
