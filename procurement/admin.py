@@ -25,10 +25,11 @@ from procurement.models import (
     Sweep,
     SweepCell,
 )
+from procurement.selectors.policies import policy_by_name
+from procurement.selectors.references import in_use_message
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
-from procurement.services.protection import in_use_message
 from procurement.validators import known_policies, validate_scenario_config
 
 admin.site.site_header = "Procurement Arena"
@@ -187,10 +188,12 @@ class ScenarioAdmin(ProtectResultsAdmin):
         config = form.validated_config
         if change:
             scenario_services.update_scenario(obj, config=config, description=obj.description)
-        else:
-            obj.config = config
-            obj.created_by = request.user
-            obj.save()
+            return
+        created = scenario_services.create_scenario(
+            name=obj.name, config=config, description=obj.description, user=request.user
+        )
+        obj.pk = created.pk  # the form saves the catalogue selections onto this row
+        obj.refresh_from_db()
 
     @admin.action(description="Copy selected scenarios (editable copies)")
     def copy_selected(self, request, queryset) -> None:
@@ -208,15 +211,14 @@ class ScenarioAdmin(ProtectResultsAdmin):
 
     @admin.action(description="Run an episode now (expert policy, next seed)")
     def run_episode_now(self, request, queryset) -> None:
-        policy = PolicyConfig.objects.filter(name="expert").first()
+        policy = policy_by_name(name="expert")
         if policy is None:
             self.message_user(request, "No 'expert' policy: run seed_presets.", messages.ERROR)
             return
         for scenario in queryset:
-            seed = Episode.objects.filter(scenario=scenario).count()
-            try:
+            try:  # on the next seed this scenario and policy have not played
                 episode = episode_services.start_episode(
-                    scenario=scenario, policy=policy, seed=seed, user=request.user
+                    scenario=scenario, policy=policy, user=request.user
                 )
             except ApplicationError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
@@ -228,7 +230,7 @@ class ScenarioAdmin(ProtectResultsAdmin):
                     episode.pk,
                     episode.pk,
                     scenario.name,
-                    seed,
+                    episode.seed,
                 ),
             )
 

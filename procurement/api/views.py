@@ -28,6 +28,7 @@ from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, S
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload
 from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
+from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
 from procurement.services import episodes as episode_services
@@ -291,7 +292,7 @@ class SweepViewSet(
         sweep = self.get_object()
         data = s.SweepDetailSerializer(sweep).data
         if not sweep.summary:  # still running: aggregate what has finished so far
-            data["summary"] = sweep_services.sweep_summary(sweep)
+            data["summary"] = sweep_summary(sweep)
         return Response(data)
 
     @extend_schema(request=s.SweepCreateSerializer, responses={201: s.SweepDetailSerializer})

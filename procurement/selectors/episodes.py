@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.core.exceptions import ValidationError
@@ -11,9 +12,44 @@ from django.db.models import QuerySet
 
 from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.run_plan import RunPlan
 
 if TYPE_CHECKING:
     from negotiation import Observation, ProcurementEnv
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What an episode plays: a scenario config and a policy snapshot, each at a version."""
+
+    scenario_config: dict[str, Any]
+    scenario_version: int
+    policy_snapshot: dict[str, Any]
+    policy_version: int
+
+    @classmethod
+    def now(cls, scenario: Scenario, policy: PolicyConfig) -> Pinned:
+        """The scenario and policy as they are stored at this moment."""
+        return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
+
+    @property
+    def run_plan(self) -> RunPlan:
+        return RunPlan.of(
+            scenario_config=self.scenario_config, policy_snapshot=self.policy_snapshot
+        )
+
+
+def next_free_seed(*, scenario: Scenario, policy: PolicyConfig) -> int:
+    """The smallest seed this scenario and policy have not played as a single episode."""
+    used = set(
+        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
+            "seed", flat=True
+        )
+    )
+    seed = 0
+    while seed in used:
+        seed += 1
+    return seed
 
 
 def episode_list() -> QuerySet[Episode]:

@@ -14,31 +14,11 @@ from procurement.errors import Conflict, Forbidden
 from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.roles import may_cancel_episode
-from procurement.run_plan import HUMAN_QUEUE, RunPlan
+from procurement.run_plan import HUMAN_QUEUE
+from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import check_llm_episode_quota
 from procurement.services.run_status import cancel_run
-
-
-@dataclass(frozen=True)
-class Pinned:
-    """What an episode plays: a scenario config and a policy snapshot, each at a version."""
-
-    scenario_config: dict[str, Any]
-    scenario_version: int
-    policy_snapshot: dict[str, Any]
-    policy_version: int
-
-    @classmethod
-    def now(cls, scenario: Scenario, policy: PolicyConfig) -> Pinned:
-        """The scenario and policy as they are stored at this moment."""
-        return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
-
-    @property
-    def run_plan(self) -> RunPlan:
-        return RunPlan.of(
-            scenario_config=self.scenario_config, policy_snapshot=self.policy_snapshot
-        )
 
 
 def build_episode(
@@ -69,19 +49,6 @@ def build_episode(
     )
 
 
-def next_free_seed(scenario: Scenario, policy: PolicyConfig) -> int:
-    """The smallest seed this scenario and policy have not played as a single episode."""
-    used = set(
-        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
-            "seed", flat=True
-        )
-    )
-    seed = 0
-    while seed in used:
-        seed += 1
-    return seed
-
-
 @transaction.atomic
 def start_episode(
     *,
@@ -99,7 +66,7 @@ def start_episode(
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
     if seed is None:
-        seed = next_free_seed(scenario, policy)
+        seed = next_free_seed(scenario=scenario, policy=policy)
     episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
     episode.step_delay = step_delay
     plan = episode.run_plan

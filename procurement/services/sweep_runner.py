@@ -28,6 +28,7 @@ from negotiation import run_episode
 from negotiation.llm.concurrent import run_episodes_concurrently
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
+from procurement.selectors.sweeps import SweepPins, sweep_pins
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
 from procurement.services.episode_runner import build_policy
@@ -36,10 +37,8 @@ from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
 from procurement.services.sweeps import (
     OPEN_CELL_STATUSES,
-    SweepPins,
     close_sweep_if_done,
     refresh_progress,
-    sweep_pins,
     touch_sweep,
 )
 

@@ -7,7 +7,6 @@ play the pinned versions, never the live rows, so results stay one version each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -20,9 +19,8 @@ from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.models.status import TERMINAL_STATUSES
 from procurement.run_plan import HUMAN_POLICY, RunPlan
-from procurement.selectors.aggregates import leaderboard
+from procurement.selectors.sweeps import sweep_summary
 from procurement.services import live
-from procurement.services.episodes import Pinned
 from procurement.services.quotas import check_llm_sweep_quota
 from procurement.services.run_status import cancel_run
 
@@ -37,47 +35,6 @@ def _pin(scenarios: Sequence[Scenario], policies: Sequence[PolicyConfig]) -> dic
         },
         "policies": {str(p.pk): {"version": p.version, "snapshot": p.snapshot()} for p in policies},
     }
-
-
-@dataclass(frozen=True)
-class SweepPins:
-    """A sweep's pinned scenarios and policies, read once per chunk of cells."""
-
-    pinned: dict[str, Any]
-
-    def for_cell(self, scenario_id: int, policy_id: int) -> Pinned:
-        scenario = self.pinned["scenarios"][str(scenario_id)]
-        policy = self.pinned["policies"][str(policy_id)]
-        return Pinned(
-            scenario["config"], scenario["version"], policy["snapshot"], policy["version"]
-        )
-
-    def queues(self) -> dict[tuple[int, int], str]:
-        """The queue of each (scenario id, policy id) pair: the run plan of the pinned
-        versions."""
-        return {
-            (int(sid), int(pid)): RunPlan.of(
-                scenario_config=scenario["config"], policy_snapshot=policy["snapshot"]
-            ).queue
-            for sid, scenario in self.pinned["scenarios"].items()
-            for pid, policy in self.pinned["policies"].items()
-        }
-
-    def versions(self) -> dict[str, dict[str, int]]:
-        """{"scenarios": {name: version}, "policies": {name: version}} for summaries."""
-        return {
-            "scenarios": {
-                s["config"]["name"]: s["version"] for s in self.pinned.get("scenarios", {}).values()
-            },
-            "policies": {
-                p["snapshot"]["name"]: p["version"]
-                for p in self.pinned.get("policies", {}).values()
-            },
-        }
-
-
-def sweep_pins(sweep_id: int) -> SweepPins:
-    return SweepPins(Sweep.objects.values_list("pinned", flat=True).get(pk=sweep_id))
 
 
 @transaction.atomic
@@ -143,15 +100,6 @@ def refresh_progress(sweep: Sweep) -> Sweep:
         done_cells=sweep.done_cells, failed_cells=sweep.failed_cells
     )
     return sweep
-
-
-def sweep_summary(sweep: Sweep) -> dict:
-    rows = (
-        SweepCell.objects.filter(sweep=sweep, status="finished")
-        .values_list("scenario__name", "policy__name", "score", "metrics")
-        .iterator(chunk_size=2000)
-    )
-    return {"leaderboard": leaderboard(rows), "versions": sweep_pins(sweep.pk).versions()}
 
 
 def touch_sweep(sweep_id: int) -> None:
