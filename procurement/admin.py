@@ -119,7 +119,9 @@ def _copy_at_tier(tier: str):
     def action(modeladmin, request, queryset) -> None:
         for scenario in queryset:
             try:
-                copy = scenario_services.copy_scenario(scenario, user=request.user, tier=tier)
+                copy = scenario_services.scenario_copy(
+                    source=scenario, user=request.user, tier=tier
+                )
             except ValidationError as exc:
                 modeladmin.message_user(request, "; ".join(exc.messages), messages.ERROR)
                 return
@@ -182,14 +184,16 @@ class ScenarioAdmin(ProtectResultsAdmin):
         return super().has_delete_permission(request, obj)
 
     def delete_model(self, request, obj) -> None:
-        scenario_services.delete_scenario(obj)
+        scenario_services.scenario_delete(scenario=obj)
 
     def save_model(self, request, obj, form, change) -> None:
         config = form.validated_config
         if change:
-            scenario_services.update_scenario(obj, config=config, description=obj.description)
+            scenario_services.scenario_update(
+                scenario=obj, config=config, description=obj.description
+            )
             return
-        created = scenario_services.create_scenario(
+        created = scenario_services.scenario_create(
             name=obj.name, config=config, description=obj.description, user=request.user
         )
         obj.pk = created.pk  # the form saves the catalogue selections onto this row
@@ -198,7 +202,7 @@ class ScenarioAdmin(ProtectResultsAdmin):
     @admin.action(description="Copy selected scenarios (editable copies)")
     def copy_selected(self, request, queryset) -> None:
         for scenario in queryset:
-            copy = scenario_services.copy_scenario(scenario, user=request.user)
+            copy = scenario_services.scenario_copy(source=scenario, user=request.user)
             self.message_user(request, f"Copied {scenario.name} to {copy.name}.")
 
     def get_actions(self, request):
@@ -217,7 +221,7 @@ class ScenarioAdmin(ProtectResultsAdmin):
             return
         for scenario in queryset:
             try:  # on the next seed this scenario and policy have not played
-                episode = episode_services.start_episode(
+                episode = episode_services.episode_create(
                     scenario=scenario, policy=policy, user=request.user
                 )
             except ApplicationError as exc:

@@ -17,6 +17,6 @@ class ProcurementConfig(AppConfig):
 
 
 def _create_role_groups(sender, **kwargs) -> None:
-    from procurement.services.accounts import ensure_role_groups
+    from procurement.services.accounts import role_groups_ensure
 
-    ensure_role_groups()
+    role_groups_ensure()

@@ -60,9 +60,9 @@ def reconcile(*, stall_s: float | None = None) -> recovery.Recovery:
         if recovery.claim_stalled_episode(pk, **grace):
             enqueue(run_episode_task, pk, queue=queue)
             done.episodes_resumed.append(pk)
-    done.approvals_timed_out = approvals.expire_approvals()
+    done.approvals_timed_out = approvals.approvals_expire()
     for episode in human_seat.idle_seats():
-        if human_seat.hand_over(episode):
+        if human_seat.seat_hand_over(episode=episode):
             enqueue(run_episode_task, episode.pk, queue=episode.queue)
             done.seats_handed_over.append(episode.pk)
     resume, closed = recovery.recover_sweeps(live=live, **grace)

@@ -247,7 +247,7 @@ class SweepCreateSerializer(serializers.Serializer):
     seed_start = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
 
     def validate(self, attrs):
-        # The grid's size and seed range are create_sweep's rule (the commands share it).
+        # The grid's size and seed range are sweep_create's rule (the commands share it).
         for field in ("scenarios", "policies"):
             if len({o.pk for o in attrs[field]}) != len(attrs[field]):
                 raise serializers.ValidationError({field: ["Each entry may appear only once."]})

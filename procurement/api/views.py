@@ -58,7 +58,7 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        serializer.instance = scenario_services.create_scenario(
+        serializer.instance = scenario_services.scenario_create(
             name=data["name"],
             config=data["config"],
             description=data.get("description", ""),
@@ -67,8 +67,10 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer):
         data = serializer.validated_data
-        serializer.instance = scenario_services.update_scenario(
-            serializer.instance, config=data.get("config"), description=data.get("description")
+        serializer.instance = scenario_services.scenario_update(
+            scenario=serializer.instance,
+            config=data.get("config"),
+            description=data.get("description"),
         )
 
     @extend_schema(responses={204: None, 409: OpenApiResponse(description="In use.")})
@@ -77,13 +79,13 @@ class ScenarioViewSet(viewsets.ModelViewSet):
         return super().destroy(request, *args, **kwargs)
 
     def perform_destroy(self, instance):
-        scenario_services.delete_scenario(instance)
+        scenario_services.scenario_delete(scenario=instance)
 
     @extend_schema(request=None, responses={201: s.ScenarioSerializer})
     @action(detail=True, methods=["post"])
     def copy(self, request, pk=None):
         """Copy a scenario (a preset, usually) into an editable one."""
-        copy = scenario_services.copy_scenario(self.get_object(), user=request.user)
+        copy = scenario_services.scenario_copy(source=self.get_object(), user=request.user)
         return Response(s.ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED)
 
 
@@ -178,7 +180,7 @@ class EpisodeViewSet(
     def create(self, request, *args, **kwargs):
         params = s.EpisodeCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        episode = episode_services.start_episode(user=request.user, **params.validated_data)
+        episode = episode_services.episode_create(user=request.user, **params.validated_data)
         return Response(s.EpisodeSerializer(episode).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.DecisionSerializer(many=True))
@@ -227,7 +229,9 @@ class EpisodeViewSet(
         episode = self.get_object()
         params = s.HumanMoveSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        decision = human_seat.play_move(episode.pk, request.user, params.validated_data["action"])
+        decision = human_seat.seat_play(
+            episode_id=episode.pk, user=request.user, action=params.validated_data["action"]
+        )
         return Response(decision, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -299,7 +303,7 @@ class SweepViewSet(
     def create(self, request, *args, **kwargs):
         params = s.SweepCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        sweep = sweep_services.create_sweep(user=request.user, **params.validated_data)
+        sweep = sweep_services.sweep_create(user=request.user, **params.validated_data)
         return Response(s.SweepDetailSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -27,7 +27,7 @@ class AwaitingApproval(Exception):
     """The run stops here until a person answers (or the timeout does)."""
 
 
-def requires_approval(episode: Episode) -> bool:
+def approval_required(*, episode: Episode) -> bool:
     return (
         episode.sweep_id is None
         and episode.scenario_snapshot.get("escalation_approver") == "human"
@@ -54,7 +54,7 @@ class ApprovalGate:
         if not isinstance(action, dict) or action.get("action_type") != "escalate":
             return action
         action = {k: v for k, v in action.items() if k != "approval"}
-        request = answer_for(self._episode, observation.step, action)
+        request = approval_for_step(episode=self._episode, step=observation.step, action=action)
         by = request.decided_by.get_username() if request.decided_by else "the scenario's rule"
         approval = {"decision": request.status, "by": by}
         if request.decided_at:
@@ -62,7 +62,7 @@ class ApprovalGate:
         return {**action, "approval": approval}
 
 
-def answer_for(episode: Episode, step: int, action: dict[str, Any]) -> ApprovalRequest:
+def approval_for_step(*, episode: Episode, step: int, action: dict[str, Any]) -> ApprovalRequest:
     """The answer to the escalation at ``step``; raises AwaitingApproval while there is
     none (asking for one the first time)."""
     request, created = ApprovalRequest.objects.get_or_create(
@@ -118,7 +118,7 @@ def _resume(request: ApprovalRequest) -> None:
     _publish(request)
 
 
-def expire_approvals() -> list[int]:
+def approvals_expire() -> list[int]:
     """Pending requests past their deadline: the rule answers and the runs go on."""
     expired = []
     overdue = ApprovalRequest.objects.filter(
@@ -133,7 +133,7 @@ def expire_approvals() -> list[int]:
     return expired
 
 
-def withdraw(episode: Episode) -> None:
+def approvals_withdraw(*, episode: Episode) -> None:
     """The run ended (cancelled, failed): nothing is waiting any more."""
     ApprovalRequest.objects.filter(episode=episode, status=ApprovalStatus.PENDING).update(
         status=ApprovalStatus.WITHDRAWN, decided_at=timezone.now()

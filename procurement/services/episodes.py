@@ -17,11 +17,11 @@ from procurement.roles import may_cancel_episode
 from procurement.run_plan import HUMAN_QUEUE
 from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
-from procurement.services.quotas import check_llm_episode_quota
+from procurement.services.quotas import llm_episode_quota_check
 from procurement.services.run_status import cancel_run
 
 
-def build_episode(
+def episode_build(
     *,
     scenario: Scenario,
     policy: PolicyConfig,
@@ -50,7 +50,7 @@ def build_episode(
 
 
 @transaction.atomic
-def start_episode(
+def episode_create(
     *,
     scenario: Scenario,
     policy: PolicyConfig,
@@ -67,17 +67,17 @@ def start_episode(
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
     if seed is None:
         seed = next_free_seed(scenario=scenario, policy=policy)
-    episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
+    episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
     episode.step_delay = step_delay
     plan = episode.run_plan
     if plan.queue == HUMAN_QUEUE:
         from procurement.services import human_seat
 
-        human_seat.check_seat_allowed(plan)
+        human_seat.seat_check_allowed(plan=plan)
         episode.save()
-        human_seat.open_seat(episode)  # no task: the analyst plays it move by move
+        human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
         return episode
-    check_llm_episode_quota(user=user, plan=plan)
+    llm_episode_quota_check(user=user, plan=plan)
     episode.save()
     if enqueue:
         from workers.dispatch import enqueue as dispatch
@@ -96,8 +96,8 @@ def _fenced(episode: Episode, attempt: int) -> models.QuerySet:
     return Episode.objects.filter(pk=episode.pk, attempts=attempt, status=EpisodeStatus.RUNNING)
 
 
-def append_decisions(
-    episode: Episode, records: list[dict[str, Any]], *, attempt: int, actor: str | None = None
+def episode_decisions_append(
+    *, episode: Episode, records: list[dict[str, Any]], attempt: int, actor: str | None = None
 ) -> int:
     """Store a batch of step records in one transaction (one COPY / bulk INSERT, the same
     writer as sweeps), advance the step counter and the heartbeat. Returns the rows written.
@@ -117,17 +117,17 @@ def append_decisions(
     return written
 
 
-def touch_episode(episode: Episode, *, attempt: int) -> bool:
+def episode_touch(*, episode: Episode, attempt: int) -> bool:
     """Record that ``attempt`` is alive (LLM episodes, between slow decisions)."""
     return bool(_fenced(episode, attempt).update(heartbeat_at=timezone.now()))
 
 
-def claim_episode(episode: Episode) -> int | None:
+def episode_claim(*, episode: Episode) -> int | None:
     """Claim a queued or running episode for a new attempt: its number (the fencing token
     the attempt's writes carry), or None when the episode is already over.
 
     Every delivery claims (newest wins): a re-delivered or re-dispatched task takes over,
-    and the attempt it replaces stops at its next write (see ``append_decisions``). One
+    and the attempt it replaces stops at its next write (see ``episode_decisions_append``). One
     UPDATE: the claim, the first start time, the heartbeat and the attempt count (F(), so
     two deliveries racing cannot lose an increment).
     """
@@ -146,9 +146,9 @@ def claim_episode(episode: Episode) -> int | None:
     return episode.attempts
 
 
-def finish_episode(
-    episode: Episode,
+def episode_finish(
     *,
+    episode: Episode,
     attempt: int,
     score: float,
     metrics: dict[str, Any],
@@ -167,7 +167,7 @@ def finish_episode(
     return bool(finished)
 
 
-def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
+def episode_fail(*, episode: Episode, error: str, attempt: int) -> bool:
     """Running -> failed with the error, for the newest attempt only."""
     failed = _fenced(episode, attempt).update(
         status=EpisodeStatus.FAILED, error=error[:5000], finished_at=timezone.now()
@@ -181,13 +181,13 @@ def episode_cancel(*, episode: Episode, user=None) -> Episode:
     (None: an operator's command) must be allowed to steer it (roles.may_cancel_episode).
 
     Raises Forbidden, or Conflict when the episode is already over."""
-    from procurement.services.approvals import withdraw
+    from procurement.services.approvals import approvals_withdraw
 
     if user is not None and not may_cancel_episode(user, episode):
         raise Forbidden("Analysts cancel only the episodes they started.")
     if not cancel_run(episode):
         raise Conflict(f"Episode is {episode.status}; only queued or running ones cancel.")
-    withdraw(episode)
+    approvals_withdraw(episode=episode)
     return episode
 
 

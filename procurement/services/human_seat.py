@@ -26,7 +26,11 @@ from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
 from procurement.run_plan import HUMAN_QUEUE, RunPlan
 from procurement.services import live
-from procurement.services.episodes import AttemptSuperseded, append_decisions, finish_episode
+from procurement.services.episodes import (
+    AttemptSuperseded,
+    episode_decisions_append,
+    episode_finish,
+)
 
 HUMAN_ACTOR = "human"
 
@@ -56,7 +60,7 @@ class RefusedMove(ApplicationError):
         super().__init__(message, {"code": code, "message": message, "field": field})
 
 
-def check_seat_allowed(plan: RunPlan) -> None:
+def seat_check_allowed(*, plan: RunPlan) -> None:
     """A human seat replays the world on every move: suppliers must be rules, not models."""
     if plan.suppliers_use_llm:
         message = (
@@ -66,7 +70,7 @@ def check_seat_allowed(plan: RunPlan) -> None:
         raise ValidationError({"scenario": [message]})
 
 
-def open_seat(episode: Episode) -> None:
+def seat_open(*, episode: Episode) -> None:
     """A new human episode starts running at once (attempt 1): the seat is open."""
     now = timezone.now()
     Episode.objects.filter(pk=episode.pk).update(
@@ -88,7 +92,7 @@ def _rebuild(episode: Episode) -> ProcurementEnv:
     return env
 
 
-def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
+def seat_play(*, episode_id: int, user, action: Any) -> dict[str, Any]:
     """Apply the seat holder's action; returns the stored decision's payload.
 
     Raises Forbidden (not yours), Conflict (not running, over, handed over), another
@@ -112,13 +116,13 @@ def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
             raise RefusedMove(error["code"], error["message"], _field_of(**error))
         payload = record.to_dict()
         try:
-            append_decisions(episode, [payload], attempt=episode.attempts)
+            episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
         except AttemptSuperseded:
             raise Conflict("The seat was handed over or the episode cancelled.") from None
         if res.done:
             score = env.score()
-            finish_episode(
-                episode,
+            episode_finish(
+                episode=episode,
                 attempt=episode.attempts,
                 score=score.score,
                 metrics=episode_metrics(score.metrics, None),
@@ -142,7 +146,7 @@ def idle_seats(now=None) -> list[Episode]:
     return idle
 
 
-def hand_over(episode: Episode) -> bool:
+def seat_hand_over(*, episode: Episode) -> bool:
     """Give an idle seat to the fallback policy; True when this call did it (the caller
     then sends the run task to ``episode.queue``)."""
     fallback = (episode.policy_snapshot.get("params") or {}).get("fallback", "expert")

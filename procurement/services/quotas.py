@@ -17,7 +17,7 @@ from procurement.models import Episode, EpisodeStatus
 from procurement.run_plan import GPU_QUEUE, RunPlan
 
 
-def check_llm_episode_quota(*, user, plan: RunPlan) -> None:
+def llm_episode_quota_check(*, user, plan: RunPlan) -> None:
     """QuotaExceeded when ``user`` already has their limit of LLM episodes open (those on
     the gpu queue: the queue each episode's run plan chose when it was built)."""
     if user is None or not plan.uses_llm:
@@ -36,7 +36,7 @@ def check_llm_episode_quota(*, user, plan: RunPlan) -> None:
         )
 
 
-def check_llm_sweep_quota(*, user, plans: Iterable[RunPlan], seeds: int) -> None:
+def llm_sweep_quota_check(*, user, plans: Iterable[RunPlan], seeds: int) -> None:
     """``plans``: the run plan of each (scenario, policy) pair of the grid."""
     if user is None:
         return

@@ -24,7 +24,7 @@ from django.utils import timezone
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
 from procurement.run_plan import HUMAN_QUEUE
-from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
+from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
 OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
 
@@ -81,7 +81,7 @@ def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stal
         # (services.human_seat.idle_seats).
         Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
         .exclude(queue=HUMAN_QUEUE)
-        # ... and one waiting for an approver is answered by expire_approvals at its deadline.
+        # ... and one waiting for an approver is answered by approvals_expire at its deadline.
         .exclude(approvals__status=ApprovalStatus.PENDING),
         queued_grace_s=queued_grace_s,
         stall_s=stall_s,
@@ -104,7 +104,7 @@ def recover_sweeps(
     for (pk,) in stalled:
         if ("sweep", pk) in live or not _claim(Sweep.objects.all(), pk, **grace):
             continue
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
         else:
             resume.append(pk)
@@ -116,6 +116,6 @@ def recover_sweeps(
         SweepCell.objects.filter(sweep_id=pk, status__in=OPEN_CELL_STATUSES).update(
             status="cancelled"
         )
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
     return resume, closed

@@ -21,7 +21,7 @@ from procurement.models.status import TERMINAL_STATUSES
 from procurement.run_plan import HUMAN_POLICY, RunPlan
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import live
-from procurement.services.quotas import check_llm_sweep_quota
+from procurement.services.quotas import llm_sweep_quota_check
 from procurement.services.run_status import cancel_run
 
 OPEN_CELL_STATUSES = ("pending", "running")
@@ -38,7 +38,7 @@ def _pin(scenarios: Sequence[Scenario], policies: Sequence[PolicyConfig]) -> dic
 
 
 @transaction.atomic
-def create_sweep(
+def sweep_create(
     *,
     scenarios: Sequence[Scenario],
     policies: Sequence[PolicyConfig],
@@ -53,7 +53,7 @@ def create_sweep(
     )
     if any(p.policy == HUMAN_POLICY for p in policies):
         raise ValidationError({"policies": ["A human seat plays single episodes, not sweeps."]})
-    check_llm_sweep_quota(
+    llm_sweep_quota_check(
         user=user,
         plans=(
             RunPlan.of(scenario_config=s.engine_config(), policy_snapshot=p.snapshot())
@@ -89,7 +89,7 @@ def create_sweep(
     return sweep
 
 
-def refresh_progress(sweep: Sweep) -> Sweep:
+def sweep_progress_refresh(*, sweep: Sweep) -> Sweep:
     """Recount finished and failed cells from the cells themselves (the truth)."""
     counts = SweepCell.objects.filter(sweep=sweep).aggregate(
         done=Count("pk", filter=Q(status="finished")),
@@ -102,15 +102,15 @@ def refresh_progress(sweep: Sweep) -> Sweep:
     return sweep
 
 
-def touch_sweep(sweep_id: int) -> None:
+def sweep_touch(*, sweep_id: int) -> None:
     """Record progress: the reconciler leaves a sweep with a recent heartbeat alone."""
     Sweep.objects.filter(pk=sweep_id).update(heartbeat_at=timezone.now())
 
 
-def finish_sweep(sweep: Sweep) -> Sweep:
+def sweep_finish(*, sweep: Sweep) -> Sweep:
     """Count the cells (exact: the cells are the truth), summarise, and close the sweep:
     finished when any cell finished, failed when none did, cancelled stays cancelled."""
-    refresh_progress(sweep)
+    sweep_progress_refresh(sweep=sweep)
     sweep.summary = sweep_summary(sweep)
     if sweep.status != SweepStatus.CANCELLED:
         sweep.status = SweepStatus.FINISHED if sweep.done_cells else SweepStatus.FAILED
@@ -129,7 +129,7 @@ def is_closed(sweep: Sweep) -> bool:
     return sweep.status in TERMINAL_STATUSES and bool(sweep.summary)
 
 
-def close_sweep_if_done(sweep_id: int) -> Sweep | None:
+def sweep_close_if_done(*, sweep_id: int) -> Sweep | None:
     """Finish the sweep when none of its cells is open any more; exactly once.
 
     Every chunk calls this when it ends; the row lock makes one caller the closer and the
@@ -140,7 +140,7 @@ def close_sweep_if_done(sweep_id: int) -> Sweep | None:
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
         if is_closed(sweep):
             return None
-        finish_sweep(sweep)
+        sweep_finish(sweep=sweep)
     live.publish_sweep_progress(sweep)
     return sweep
 

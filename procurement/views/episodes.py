@@ -10,7 +10,7 @@ from procurement.models import Episode
 from procurement.roles import may_cancel_episode
 from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from procurement.views.access import call_service, role_required
 
 
@@ -21,7 +21,7 @@ def episode_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         episode = call_service(
             form,
-            lambda: start_episode(
+            lambda: episode_create(
                 scenario=form.cleaned_data["scenario"],
                 policy=form.cleaned_data["policy"],
                 seed=form.cleaned_data["seed"],
