@@ -162,8 +162,8 @@ def play_apart(episode_id: int) -> None:
     """Run the stored episode in its own process, as a worker would."""
     code = (
         "import django, sys; django.setup(); "
-        "from procurement.services.episode_runner import run_stored_episode; "
-        "run_stored_episode(int(sys.argv[1]))"
+        "from procurement.services.episode_runner import episode_run; "
+        "episode_run(episode_id=int(sys.argv[1]))"
     )
     subprocess.run([sys.executable, "-c", code, str(episode_id)], cwd=ROOT, check=True)
 
@@ -177,14 +177,14 @@ def run(
 
     django.setup()
     from procurement.models import Decision, PolicyConfig, Scenario
-    from procurement.services.episodes import start_episode
+    from procurement.services.episodes import episode_create
 
     web = load.WebProcess(database_url, REDIS_URL=redis.url(0))
     try:
         session = load.login(web.url)
         print(f"daphne on {web.url}, channels-redis on {redis.url(0)}")
         for n in clients:
-            episode = start_episode(
+            episode = episode_create(
                 scenario=Scenario.objects.get(name="hard_arena"),
                 policy=PolicyConfig.objects.get(name="expert"),
                 seed=n,

@@ -427,6 +427,11 @@ class ScenarioConfig(BaseModel):
         ),
     )
 
+    def plays_llm_suppliers(self) -> bool:
+        """Whether a language model plays any supplier: ``supplier_llm`` names personas (a
+        spec with none leaves every supplier a rule or field persona)."""
+        return self.supplier_llm is not None and bool(self.supplier_llm.personas)
+
     @model_validator(mode="after")
     def _cross_field(self) -> ScenarioConfig:
         errs = cross_field_errors(self)

@@ -30,6 +30,6 @@ def _make_data_dirs() -> None:
 
 
 def _create_role_groups(sender, **kwargs) -> None:
-    from procurement.services.accounts import ensure_role_groups
+    from procurement.services.accounts import role_groups_ensure
 
-    ensure_role_groups()
+    role_groups_ensure()

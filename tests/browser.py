@@ -32,16 +32,16 @@ CHROMIUM_ARGS = [  # as the machine's probe runs it: no background traffic to a 
 SETUP = f"""
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 call_command("migrate", verbosity=0)
 call_command("seed_presets", verbosity=0)
 from negotiation import load_scenario
-from procurement.services.scenarios import create_scenario
+from procurement.services.scenarios import scenario_create
 config = load_scenario("easy_negotiation").model_dump()
-create_scenario(name="approvals_demo", config={{**config, "escalation_approver": "human"}})
+scenario_create(name="approvals_demo", config={{**config, "escalation_approver": "human"}})
 for name, role in {USERS!r}.items():
     if role:
-        create_user(username=name, role=role, password="{PASSWORD}")
+        user_create(username=name, role=role, password="{PASSWORD}")
     else:
         get_user_model().objects.create_user(name, password="{PASSWORD}")
 """

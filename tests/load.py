@@ -35,10 +35,10 @@ BURST_PATHS = ("/api/scenarios/", "/api/episodes/", "/healthz")
 
 SETUP = f"""
 from django.core.management import call_command
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 call_command("migrate", verbosity=0)
 call_command("seed_presets", verbosity=0)
-create_user(username="{USERNAME}", role="analyst", password="{PASSWORD}")
+user_create(username="{USERNAME}", role="analyst", password="{PASSWORD}")
 """
 
 

@@ -71,3 +71,32 @@ def test_the_architecture_check_sees_function_level_and_dynamic_imports(tmp_path
     assert "workers" in _imported_roots(module)
     module.write_text("def g():\n    __import__('workers')\n")
     assert "workers" in _imported_roots(module)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_models_and_selectors_never_import_services() -> None:
+    # Services write and read through models and selectors; never the other way round.
+    procurement = ROOT / "procurement"
+    files = [
+        *procurement.joinpath("models").rglob("*.py"),
+        *procurement.joinpath("selectors").rglob("*.py"),
+        procurement / "validators.py",
+        procurement / "run_plan.py",
+        procurement / "errors.py",
+    ]
+    offenders = {
+        str(f.relative_to(ROOT)): sorted(
+            m for m in _imported_modules(f) if m.startswith("procurement.services")
+        )
+        for f in files
+    }
+    assert {f: m for f, m in offenders.items() if m} == {}

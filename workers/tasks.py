@@ -51,9 +51,9 @@ def ping(payload: str = "ping") -> dict[str, object]:
 @shared_task(name=dispatch.RUN_EPISODE, **RETRY_POLICY)
 def run_episode_task(episode_id: int) -> dict[str, object]:
     """Run (or resume) one stored episode on a CPU worker."""
-    from procurement.services.episode_runner import run_stored_episode
+    from procurement.services.episode_runner import episode_run
 
-    episode = run_stored_episode(episode_id)
+    episode = episode_run(episode_id=episode_id)
     return {"episode": episode.pk, "status": episode.status, "score": episode.score}
 
 
@@ -61,25 +61,25 @@ def run_episode_task(episode_id: int) -> dict[str, object]:
 def run_sweep_task(sweep_id: int) -> dict[str, object]:
     """Fan a sweep's open cells out in chunks; the chunk that ends last closes the sweep."""
     from procurement.services import sweep_runner
-    from procurement.services.sweeps import close_sweep_if_done
+    from procurement.services.sweeps import sweep_close_if_done
 
-    chunks = sweep_runner.start_sweep(sweep_id)
+    chunks = sweep_runner.sweep_start(sweep_id=sweep_id)
     if settings.TASK_RUNNER == "thread":  # embedded: this thread is the only worker
         for chunk in chunks:
-            sweep_runner.run_cells(sweep_id, chunk.cell_ids)
+            sweep_runner.sweep_cells_run(sweep_id=sweep_id, cell_ids=chunk.cell_ids)
     elif chunks:
         group(
             run_sweep_chunk.s(sweep_id, chunk.cell_ids).set(queue=chunk.queue) for chunk in chunks
         ).apply_async()
-    close_sweep_if_done(sweep_id)  # nothing (left) to run: close it now
+    sweep_close_if_done(sweep_id=sweep_id)  # nothing (left) to run: close it now
     return {"sweep": sweep_id, "chunks": len(chunks)}
 
 
 @shared_task(name=dispatch.RUN_SWEEP_CHUNK, **RETRY_POLICY)
 def run_sweep_chunk(sweep_id: int, cell_ids: list[int]) -> int:
-    from procurement.services.sweep_runner import run_cells
+    from procurement.services.sweep_runner import sweep_cells_run
 
-    return run_cells(sweep_id, cell_ids)
+    return sweep_cells_run(sweep_id=sweep_id, cell_ids=cell_ids)
 
 
 @shared_task(name=dispatch.RECONCILE, ignore_result=True)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from negotiation.actions import SERVICE_FIELDS
 from negotiation.llm.actions_schema import parse_action
 from negotiation.llm.prompts import MAX_PROMPT_CHARS, buyer_messages
@@ -41,13 +43,13 @@ FORMATS = ("jsonl",)
 CONTENT_TYPES = {"jsonl": "application/x-ndjson"}
 
 
-class DatasetFilterError(ValueError):
-    """Bad export filters: ``errors`` maps each filter (format, scenario, policy,
-    min_score) to what is wrong with it."""
+class DatasetFilterError(ValidationError):
+    """Bad export filters (a 400 keyed by filter): ``errors`` maps each filter (format,
+    scenario, policy, min_score) to what is wrong with it."""
 
     def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__({field: [message] for field, message in errors.items()})
         self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 @dataclass

@@ -31,8 +31,9 @@ from procurement import dispatch
 from procurement.dispatch import RunRef
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
+from procurement.run_plan import HUMAN_QUEUE
 from procurement.services import approvals, human_seat
-from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
+from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,8 @@ def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stal
         # A human seat waits for a person, not a worker: idle seats are handed over instead
         # (services.human_seat.idle_seats).
         Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
-        .exclude(queue="human")
-        # ... and one waiting for an approver is answered by expire_approvals at its deadline.
+        .exclude(queue=HUMAN_QUEUE)
+        # ... and one waiting for an approver is answered by approvals_expire at its deadline.
         .exclude(approvals__status=ApprovalStatus.PENDING),
         queued_grace_s=queued_grace_s,
         stall_s=stall_s,
@@ -113,7 +114,7 @@ def recover_sweeps(
     for (pk,) in stalled:
         if ("sweep", pk) in live or not _claim(Sweep.objects.all(), pk, **grace):
             continue
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
         else:
             resume.append(pk)
@@ -125,7 +126,7 @@ def recover_sweeps(
         SweepCell.objects.filter(sweep_id=pk, status__in=OPEN_CELL_STATUSES).update(
             status="cancelled"
         )
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
     return resume, closed
 
@@ -143,9 +144,9 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
         if claim_stalled_episode(pk, **grace):
             dispatch.enqueue(dispatch.RUN_EPISODE, pk, queue=queue)
             done.episodes_resumed.append(pk)
-    done.approvals_timed_out = approvals.expire_approvals()
+    done.approvals_timed_out = approvals.approvals_expire()
     for episode in human_seat.idle_seats():
-        if human_seat.hand_over(episode):
+        if human_seat.seat_hand_over(episode=episode):
             dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
             done.seats_handed_over.append(episode.pk)
     resume, closed = recover_sweeps(live=live, **grace)

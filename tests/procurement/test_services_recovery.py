@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Sweep, SweepCell, SweepStatus
 from procurement.services import recovery, sweep_runner
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from procurement.services.recovery import reconcile
-from procurement.services.sweeps import cancel_sweep, create_sweep
+from procurement.services.sweeps import sweep_cancel, sweep_create
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
 from workers.inprocess import get_runner
 
@@ -57,7 +57,7 @@ def _one_result_per_cell(sweep: Sweep) -> None:
 
 def test_a_committed_episode_whose_task_never_came_is_run(thread_runner) -> None:
     scenarios, policies = seeded()
-    episode = start_episode(
+    episode = episode_create(
         scenario=scenarios["easy_negotiation"], policy=policies["expert"], seed=5, enqueue=False
     )
     assert not reconcile().episodes_resumed  # within the grace period: maybe in flight
@@ -71,7 +71,7 @@ def test_a_committed_episode_whose_task_never_came_is_run(thread_runner) -> None
 
 def test_a_running_episode_is_resumed_only_once_its_heartbeat_stops(thread_runner) -> None:
     scenarios, policies = seeded()
-    episode = start_episode(
+    episode = episode_create(
         scenario=scenarios["medium_adversarial"], policy=policies["expert"], seed=3, enqueue=False
     )
     now = timezone.now()
@@ -92,7 +92,7 @@ def test_a_running_episode_is_resumed_only_once_its_heartbeat_stops(thread_runne
 def test_runs_the_runner_holds_are_live(thread_runner) -> None:
     """A run with a task waiting (here: in the runner's queue) is never resumed twice."""
     scenarios, policies = seeded()
-    episode = start_episode(
+    episode = episode_create(
         scenario=scenarios["easy_negotiation"], policy=policies["expert"], seed=1, enqueue=False
     )
     _age(Episode, episode.pk)
@@ -106,14 +106,15 @@ def test_a_sweep_whose_chunks_were_lost_is_resumed_with_one_result_per_cell(
     thread_runner,
 ) -> None:
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"], policies["random"]],
         seeds=5,
         enqueue=False,
     )
-    chunks = sweep_runner.start_sweep(sweep.pk)
-    sweep_runner.run_cells(sweep.pk, chunks[0].cell_ids)  # then the broker lost the rest
+    chunks = sweep_runner.sweep_start(sweep_id=sweep.pk)
+    # one chunk runs, then the broker lost the rest
+    sweep_runner.sweep_cells_run(sweep_id=sweep.pk, cell_ids=chunks[0].cell_ids)
     _age(Sweep, sweep.pk)
     assert reconcile().sweeps_resumed == [sweep.pk]
     _finish(thread_runner)
@@ -127,15 +128,15 @@ def test_a_sweep_whose_chunks_were_lost_is_resumed_with_one_result_per_cell(
 
 def test_a_sweep_left_running_with_every_cell_done_is_closed_not_rerun(thread_runner) -> None:
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"]],
         seeds=3,
         enqueue=False,
     )
-    sweep_runner.start_sweep(sweep.pk)
+    sweep_runner.sweep_start(sweep_id=sweep.pk)
     cell_ids = list(SweepCell.objects.filter(sweep=sweep).values_list("pk", flat=True))
-    sweep_runner.run_cells(sweep.pk, cell_ids)
+    sweep_runner.sweep_cells_run(sweep_id=sweep.pk, cell_ids=cell_ids)
     sweep.refresh_from_db()
     assert sweep.status == SweepStatus.FINISHED  # the last chunk closes it
     Sweep.objects.filter(pk=sweep.pk).update(status=SweepStatus.RUNNING, summary={})
@@ -148,15 +149,15 @@ def test_a_sweep_left_running_with_every_cell_done_is_closed_not_rerun(thread_ru
 
 def test_a_cancelled_sweep_whose_chunks_are_gone_is_closed(thread_runner) -> None:
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"]],
         seeds=4,
         enqueue=False,
     )
-    chunks = sweep_runner.start_sweep(sweep.pk)
-    sweep_runner.run_cells(sweep.pk, chunks[0].cell_ids)
-    assert cancel_sweep(sweep)
+    chunks = sweep_runner.sweep_start(sweep_id=sweep.pk)
+    sweep_runner.sweep_cells_run(sweep_id=sweep.pk, cell_ids=chunks[0].cell_ids)
+    assert sweep_cancel(sweep=sweep) is sweep
     assert reconcile().sweeps_closed == [sweep.pk]
     sweep.refresh_from_db()
     assert sweep.status == SweepStatus.CANCELLED and sweep.summary
@@ -170,7 +171,7 @@ def test_a_policy_with_bad_params_fails_its_cells_alone(thread_runner, params) -
     finish, and the sweep ends with the failures counted."""
     scenarios, policies = seeded()
     bad = PolicyConfig.objects.create(name="bad-lowball", policy="greedy_lowball", params=params)
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"], bad],
         seeds=3,
@@ -197,7 +198,7 @@ def test_a_policy_with_bad_params_fails_its_cells_alone(thread_runner, params) -
 def test_a_single_episode_with_bad_params_fails_visibly(thread_runner) -> None:
     scenarios, _ = seeded()
     bad = PolicyConfig.objects.create(name="bad-seed", policy="greedy_lowball", params={"seed": 5})
-    episode = start_episode(scenario=scenarios["easy_negotiation"], policy=bad, seed=1)
+    episode = episode_create(scenario=scenarios["easy_negotiation"], policy=bad, seed=1)
     _finish(thread_runner)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FAILED
@@ -219,7 +220,7 @@ def test_a_cell_the_database_refuses_fails_alone(thread_runner, monkeypatch) -> 
 
     monkeypatch.setattr(sweep_runner, "_play", play)
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]], policies=[policies["expert"]], seeds=3
     )
     _finish(thread_runner)
@@ -237,7 +238,7 @@ def test_decisions_that_are_not_strict_json_are_refused_on_every_database() -> N
     from procurement.services.decision_store import insert_decisions
 
     scenarios, policies = seeded()
-    episode = start_episode(
+    episode = episode_create(
         scenario=scenarios["easy_negotiation"], policy=policies["expert"], seed=1, enqueue=False
     )
     record = {
@@ -263,7 +264,7 @@ def test_reconcile_command_reports_what_it_resumed(thread_runner) -> None:
     from django.core.management import CommandError, call_command
 
     scenarios, policies = seeded()
-    episode = start_episode(
+    episode = episode_create(
         scenario=scenarios["easy_negotiation"], policy=policies["expert"], seed=2, enqueue=False
     )
     _age(Episode, episode.pk)

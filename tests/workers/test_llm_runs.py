@@ -19,10 +19,10 @@ from django.test import override_settings
 from negotiation.llm import ChatResult, LLMBackend
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, SweepCell
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from procurement.services.live import event_content
-from procurement.services.scenarios import copy_scenario
-from procurement.services.sweeps import create_sweep
+from procurement.services.scenarios import scenario_copy
+from procurement.services.sweeps import sweep_create
 from tests.llm_models import build_tiny_model
 from tests.workers.helpers import assert_contiguous_decisions, seeded
 
@@ -37,7 +37,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _llm_world(model: str, *, mode: str = "free") -> tuple[Scenario, PolicyConfig]:
     """The llm_bilateral preset and an LLM buyer, both on ``model``."""
     scenarios, _ = seeded()
-    scenario = copy_scenario(scenarios["llm_bilateral"], name=f"llm-bilateral-{mode}")
+    scenario = scenario_copy(source=scenarios["llm_bilateral"], name=f"llm-bilateral-{mode}")
     scenario.config = {**scenario.config, "supplier_llm": {**scenario.config["supplier_llm"]}}
     scenario.config["supplier_llm"]["model"] = model
     scenario.save(update_fields=["config"])
@@ -66,7 +66,7 @@ def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) ->
 
     scenario, llm = _llm_world(tiny_model)
     expert = PolicyConfig.objects.get(name="expert")
-    sweep = create_sweep(scenarios=[scenario], policies=[llm, expert], seeds=6)
+    sweep = sweep_create(scenarios=[scenario], policies=[llm, expert], seeds=6)
     assert get_runner().join(timeout=600)
     sweep.refresh_from_db()
     assert (sweep.status, sweep.done_cells, sweep.failed_cells) == ("finished", 12, 0)
@@ -85,7 +85,7 @@ def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None
     from workers.inprocess import get_runner
 
     scenario, narrator = _llm_world(tiny_model, mode="narrator")
-    episode = start_episode(scenario=scenario, policy=narrator, seed=3)
+    episode = episode_create(scenario=scenario, policy=narrator, seed=3)
     assert get_runner().join(timeout=300)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FINISHED, episode.error
@@ -189,18 +189,18 @@ def test_a_slow_llm_episode_is_not_resumed_while_its_process_lives(settings) -> 
 
     from negotiation.llm import shared
     from negotiation.llm.batching import BatchingBackend
-    from procurement.services.episode_runner import run_stored_episode
+    from procurement.services.episode_runner import episode_run
     from procurement.services.recovery import reconcile
 
     settings.RUN_STALL_SECONDS = 2.0  # heartbeat every 0.5 s
     scenario, policy = _llm_world("slow-model")
     spec = LLMSpec("transformers", "slow-model")
     shared._batchers[spec] = BatchingBackend(SlowBackend(delay=3.0))
-    episode = start_episode(scenario=scenario, policy=policy, seed=1, enqueue=False)
+    episode = episode_create(scenario=scenario, policy=policy, seed=1, enqueue=False)
 
     def play() -> None:
         try:
-            run_stored_episode(episode.pk)
+            episode_run(episode_id=episode.pk)
         finally:
             connections.close_all()  # this thread's connection must not outlive the test
 
