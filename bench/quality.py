@@ -24,7 +24,7 @@ Supplier families (``--families``; tables per family and preset):
   mixed   HELD OUT: the same presets, but right after reset every supplier's concession
           tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
   field   HELD OUT from tuning: the "bilateral" preset with each field persona
-          (negotiation/field.py, third-party negotiators; needs the optional negmas
+          (negotiation/suppliers/field.py, third-party negotiators; needs the optional negmas
           packages, skipped otherwise). Two rules for sellers the model does not explain
           were designed with them in view, no number fitted to them: the halfway offer at
           the seller's patience and the trend of its concessions (beliefs.trend_offer)
@@ -97,11 +97,11 @@ FIELD_PRESET = "bilateral"  # the preset the field personas play
 def field_strategies() -> tuple[list[str], str | None]:
     """(the field personas that can play here, why none can)."""
     try:
-        from negotiation.field import available_field_strategies
+        from negotiation.suppliers.field import available_field_strategies
 
         names = list(available_field_strategies())
     except ImportError as exc:
-        return [], f"negotiation.field is not importable ({exc})"
+        return [], f"negotiation.suppliers.field is not importable ({exc})"
     if not names:
         return [], "no field strategy is available (the optional negmas packages are missing)"
     return names, None

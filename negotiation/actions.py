@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .concession import pressure
-from .entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
-from .field import FIELD_ACTOR
-from .guard import HardRuleGuard, ProposedDecision, band_floor
-from .records import FrozenDict, committed_spend, pr_cover, pr_room, pr_shortfall
-from .suppliers import RULE_POLICY, SupplierContext, SupplierPolicy
-from .tells import make_tells
+from .suppliers.concession import pressure
+from .suppliers.field import FIELD_ACTOR
+from .suppliers.guard import HardRuleGuard, ProposedDecision, band_floor
+from .suppliers.rule import RULE_POLICY, SupplierContext, SupplierPolicy
+from .suppliers.tells import make_tells
+from .world.entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
+from .world.records import FrozenDict, committed_spend, pr_cover, pr_room, pr_shortfall
 
 if TYPE_CHECKING:
     from .env import ProcurementEnv

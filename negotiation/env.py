@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .actions import ActionError, execute_action
-from .catalogue import catalogue_for
 from .config import ScenarioConfig
-from .draws import Span
-from .entities import (
+from .observation import Observation, next_episode_key, observe
+from .scoring import EpisodeScore, running_score
+from .suppliers.cast import ModelBackend, supplier_policies
+from .suppliers.rule import SupplierPolicy
+from .week import close_week
+from .world.catalogue import catalogue_for
+from .world.draws import Span
+from .world.entities import (
     Contract,
     Event,
     PurchaseRequisition,
@@ -20,15 +25,8 @@ from .entities import (
     Thread,
     ThreadHidden,
 )
-from .market import Market
-from .observation import Observation, next_episode_key, observe
-from .records import FrozenDict
-from .scoring import EpisodeScore, running_score
-from .suppliers import SupplierPolicy
-from .week import close_week
-
-if TYPE_CHECKING:
-    from .llm.backend import LLMBackend
+from .world.market import Market
+from .world.records import FrozenDict
 
 # reset(seed=None) draws a seed below this bound, so every seed can be written down.
 SEED_BOUND = 2**31
@@ -36,41 +34,6 @@ SEED_BOUND = 2**31
 _LIST_JITTER = Span(0.97, 1.03)
 # env.last_action after a valid step: one immutable mapping that observations share.
 VALID_ACTION: FrozenDict = FrozenDict({"valid": True, "error": None})
-
-
-def _supplier_policies(
-    cfg: ScenarioConfig, llm_backend: LLMBackend | None
-) -> dict[str, SupplierPolicy]:
-    """persona -> its policy where it is not a rule persona: the LLM supplier policy for
-    the personas ``supplier_llm`` names, a FieldSupplierPolicy for each field persona the
-    scenario plays. Every other supplier keeps its rule persona; rule-only scenarios load
-    nothing (negmas is imported only when a field supplier first answers)."""
-    policies = _field_policies(cfg)
-    spec = cfg.supplier_llm
-    if spec is None or not spec.personas:
-        return policies
-    from .llm import resolve_backend
-    from .llm.supplier import LLMSupplierPolicy
-
-    policy = LLMSupplierPolicy(resolve_backend(llm_backend or spec.backend, spec.model))
-    return {**policies, **dict.fromkeys(spec.personas, policy)}
-
-
-def _field_policies(cfg: ScenarioConfig) -> dict[str, SupplierPolicy]:
-    """One FieldSupplierPolicy per field persona this env's suppliers can have (it keeps
-    per-thread negotiation state, so it is never shared between envs)."""
-    from .config import FIELD_PERSONAS
-
-    if cfg.mode == "bilateral":
-        named = {cfg.bilateral_persona}
-    else:
-        named = {p for p, w in cfg.persona_mix.items() if w > 0}
-    wanted = sorted(named.intersection(FIELD_PERSONAS))
-    if not wanted:
-        return {}
-    from .field import FIELD_STRATEGIES
-
-    return {p: FIELD_STRATEGIES[p]() for p in wanted}
 
 
 class EnvNotResetError(RuntimeError):
@@ -89,7 +52,7 @@ class ProcurementEnv:
     """One episode at a time. Not thread-safe; create one env per concurrent episode."""
 
     def __init__(
-        self, config: ScenarioConfig | dict | str, *, llm_backend: LLMBackend | None = None
+        self, config: ScenarioConfig | dict | str, *, llm_backend: ModelBackend | None = None
     ) -> None:
         """``llm_backend`` serves the scenario's LLM suppliers (``supplier_llm``) instead
         of the backend the scenario names: a shared batching handle, or a test double."""
@@ -103,9 +66,7 @@ class ProcurementEnv:
         self.started = False
         self.steps_taken = 0
         self.step_supplier_actor: str | None = None
-        self.supplier_policies: dict[str, SupplierPolicy] = _supplier_policies(
-            self.cfg, llm_backend
-        )
+        self.supplier_policies: dict[str, SupplierPolicy] = supplier_policies(self.cfg, llm_backend)
 
     # ------------------------------------------------------------------ setup helpers
     def add_requirement(self, r: Requirement) -> None:
@@ -203,7 +164,7 @@ class ProcurementEnv:
         """Start an episode. ``seed=None`` draws a fresh seed, reported as ``obs.seed`` and
         ``env.seed``; the same seed always gives the same episode. No options exist yet:
         passing any is an error rather than silently ignored."""
-        from .worldgen import generate_arena, generate_bilateral
+        from .world.worldgen import generate_arena, generate_bilateral
 
         if options:
             raise ValueError(f"Unknown reset options: {', '.join(map(str, options))}.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .records import (
+from .world.records import (
     ContractRecord,
     Event,
     FrozenDict,

@@ -8,10 +8,10 @@ from typing import Any
 
 from .config import ScenarioConfig
 from .env import ProcurementEnv, StepResult
-from .llm.backend import LLMBackend
 from .policies import Policy, get_policy
 from .policies.base import POLICY_DECISION, DecisionMeta
 from .scenarios import load_scenario
+from .suppliers.cast import ModelBackend
 
 
 @dataclass(slots=True)
@@ -86,7 +86,7 @@ def run_episode(
     on_step: Callable[[StepRecord], None] | None = None,
     record_steps: bool = True,
     actions_prefix: list[Any] | None = None,
-    llm_backend: LLMBackend | None = None,
+    llm_backend: ModelBackend | None = None,
 ) -> EpisodeResult:
     """Run to done. `actions_prefix` replays stored actions first (resume after a crash),
     then the policy continues from the resulting observation. `llm_backend` serves the

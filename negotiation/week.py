@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .disruptions import fire_disruptions
-from .rival import rival_acts
+from .world.disruptions import fire_disruptions
+from .world.rival import rival_acts
 
 if TYPE_CHECKING:
     from .env import ProcurementEnv

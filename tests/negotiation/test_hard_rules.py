@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.guard import BAND
+from negotiation.suppliers.guard import BAND
 
 PRESETS = ["easy_negotiation", "medium_adversarial", "hard_arena", "bilateral_deceptive"]
 

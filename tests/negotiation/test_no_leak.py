@@ -158,7 +158,7 @@ def test_supplier_wording_hints_but_never_identifies_a_persona() -> None:
     import random
     from collections import defaultdict
 
-    from negotiation.suppliers import pick_message
+    from negotiation.suppliers.rule import pick_message
 
     sources: dict[str, set[str]] = defaultdict(set)
     rng = random.Random(0)
