@@ -112,16 +112,16 @@ def regenerate_tactics(env: ProcurementEnv, rng: random.Random) -> None:
     (the held-out "mixed" family). Patience, prices, insult and reliability are kept;
     threads already open take the new beta too (none are open right after reset), later
     threads take it from SupplierHidden when they open."""
-    for sid in sorted(env.hidden):
-        h = env.hidden[sid]
+    for sid in sorted(env.world.hidden):
+        h = env.world.hidden[sid]
         h.time_weight = rng.uniform(0.1, 0.95)
         h.reciprocity = rng.uniform(0.2, 2.0)
         h.tft_window = rng.randint(1, 4)
         h.stall_rounds = rng.randint(2, 5)
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
         h.quarter_pressure = rng.uniform(0.0, 0.9)
-    for (sid, _rid), th in env.th_hidden.items():
-        th.beta = env.hidden[sid].beta
+    for (sid, _rid), th in env.world.th_hidden.items():
+        th.beta = env.world.hidden[sid].beta
 
 
 def scenario(family: str, preset: str):

@@ -201,7 +201,7 @@ class ProcurementOpenEnv(Environment[ArenaAction, ArenaObservation, ArenaState])
         meta = self.session.metadata()
         return ArenaState(
             episode_id=self.episode_id,
-            step_count=0 if env is None else env.steps_taken,
+            step_count=0 if env is None else env.world.steps_taken,
             scenario=meta["scenario"],
             seed=meta["seed"],
             tier=meta["tier"],

@@ -97,7 +97,7 @@ class TrainingSession:
             "seed": None if env is None else env.seed,
             "tier": self.tier,
             "episode": self.episodes,
-            "step": 0 if env is None else env.steps_taken,
+            "step": 0 if env is None else env.world.steps_taken,
             "running_score": None if env is None else round(env.running_score(), 6),
         }
         if self.curriculum is not None:

@@ -236,7 +236,7 @@ class ProcurementToolEnv:
         if session.env.done:  # also after get_reward() played the episode out
             return self._over(session)
         action = {"action_type": action_type, **{k: v for k, v in fields.items() if v is not None}}
-        week = session.env.week
+        week = session.env.world.week
         result = session.step(action)
         outcome = _outcome(result.info, week)
         if result.done:

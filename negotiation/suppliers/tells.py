@@ -12,6 +12,7 @@ and hide urgency.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from ..world.draws import gauss_noise
 from ..world.entities import TELL_NAMES
@@ -26,23 +27,33 @@ _DEMEANOUR: dict[str, tuple[float, float, float, float, float]] = {
 }
 
 
+@dataclass(slots=True, frozen=True)
+class TellSignals:
+    """The truth behind one supplier response's tells, before style, distortion and noise.
+
+    ``progress`` = t/T of the supplier's own horizon; ``pressure`` its own deadline or
+    stock pressure (concession.pressure): urgent, flexible, no scarcity."""
+
+    persona: str
+    style: tuple[float, ...]  # the supplier's hidden per-tell offsets
+    progress: float
+    stress: float
+    concession: float
+    scarcity: float
+    rival_pressure: float
+    repeated: bool  # the counter repeats the last one
+    pressure: float = 0.0
+
+
 def make_tells(
-    rng: random.Random,
-    persona: str,
-    style: tuple[float, ...],
-    progress: float,
-    stress: float,
-    concession: float,
-    scarcity: float,
-    rival_pressure: float,
-    repeated: bool,
-    deception: float,
-    noise: float,
-    pressure: float = 0.0,
+    rng: random.Random, signals: TellSignals, *, deception: float, noise: float
 ) -> dict[str, float]:
-    """Return the tell dict. `progress` = t/T of the supplier's own horizon; `pressure` its
-    own deadline or stock pressure (concession.pressure): urgent, flexible, no scarcity.
-    A field persona shows its base rule persona's demeanour."""
+    """Return the tell dict: ``deception`` and ``noise`` are the scenario's. A field
+    persona shows its base rule persona's demeanour."""
+    persona, style = signals.persona, signals.style
+    progress, stress, pressure = signals.progress, signals.stress, signals.pressure
+    concession, scarcity = signals.concession, signals.scarcity
+    rival_pressure, repeated = signals.rival_pressure, signals.repeated
     persona = base_persona(persona)
     conf, delay, rounding, flex, warmth = _DEMEANOUR[persona]
     urgency = 0.45 * progress * progress + 0.3 * stress + 0.35 * pressure

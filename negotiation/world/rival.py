@@ -13,24 +13,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..env import ProcurementEnv
+    from .state import World
 
 
-def rival_acts(env: ProcurementEnv, w: int) -> None:
-    a = env.cfg.rival_aggression
+def rival_acts(world: World, w: int) -> None:
+    a = world.cfg.rival_aggression
     if a <= 0.0:
         return
-    rng = env.rng
+    rng = world.rng
     n = 0
     if rng.random() < a:
         n = 2 if rng.random() < a * a else 1
     for _ in range(n):
         options = []
         weights = []
-        for sup in env.suppliers:
+        for sup in world.suppliers:
             if not sup.active:
                 continue
-            h = env.hidden[sup.id]
+            h = world.hidden[sup.id]
             for cat in sup.categories:
                 if h.true_capacity.get(cat, 0) > 0:
                     options.append((sup, cat))
@@ -38,13 +38,13 @@ def rival_acts(env: ProcurementEnv, w: int) -> None:
         if not options:
             return
         sup, cat = rng.choices(options, weights=weights)[0]
-        h = env.hidden[sup.id]
+        h = world.hidden[sup.id]
         left = h.true_capacity[cat]
         booked = max(1, int(left * rng.uniform(0.25, 0.6)))
         h.true_capacity[cat] = left - booked
         sup.capacity[cat] = max(0, sup.capacity.get(cat, 0) - int(booked * h.capacity_claim_factor))
         sup.touch()
         h.rival_push *= 1.0 + rng.uniform(0.03, 0.08) * (0.5 + a)
-        env.counters["rival_bookings"] += 1
+        world.counters.rival_bookings += 1
         who = f" from {sup.name} ({sup.id})" if rng.random() < 0.6 else ""
-        env.emit("rival", f"Market news: a rival buyer booked a large {cat} allocation{who}.")
+        world.emit("rival", f"Market news: a rival buyer booked a large {cat} allocation{who}.")

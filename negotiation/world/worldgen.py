@@ -15,7 +15,7 @@ from .draws import Span, WeightedPool, randint, uniforms
 from .entities import TELL_NAMES, Requirement, Supplier, SupplierHidden
 
 if TYPE_CHECKING:
-    from ..env import ProcurementEnv
+    from .state import World
 
 _NAME_A = (
     "Northwind",
@@ -212,11 +212,11 @@ def make_hidden(rng: random.Random, persona: str, deception: float) -> SupplierH
 
 
 def make_requirement(
-    env: ProcurementEnv, rid: str, item: CatalogueItem, deadline: int, critical: bool, week: int
+    world: World, rid: str, item: CatalogueItem, deadline: int, critical: bool, week: int
 ) -> Requirement:
-    rng = env.rng
+    rng = world.rng
     qty = nice_quantity(randint(rng, item.order_qty_min, item.order_qty_max))
-    ref = item.typical_unit_price * env.market.index.get(item.category, 1.0)
+    ref = item.typical_unit_price * world.market.index.get(item.category, 1.0)
     ceiling = ref * _CEILING.draw(rng)
     return Requirement(
         rid,
@@ -233,9 +233,9 @@ def make_requirement(
     )
 
 
-def generate_arena(env: ProcurementEnv) -> None:
-    cfg, rng = env.cfg, env.rng
-    cat = env.catalogue
+def generate_arena(world: World) -> None:
+    cfg, rng = world.cfg, world.rng
+    cat = world.catalogue
     cats = list(cat.categories)
     rng.shuffle(cats)
     # Requirements: distinct categories first, then repeats.
@@ -244,23 +244,23 @@ def generate_arena(env: ProcurementEnv) -> None:
         c = cats[i % len(cats)]
         req_items.append(rng.choice(cat.in_category(c)))
     for c in sorted({i.category for i in req_items}):  # sorted: set order varies by process
-        env.market.add_category(c)
+        world.market.add_category(c)
     lo = min(cfg.weeks - 1, 2)
     hi = cfg.weeks - 1
     for i, item in enumerate(req_items):
         span = (hi - lo) * (1.0 - cfg.deadline_tightness)
         deadline = lo + round(span * _DEADLINE.draw(rng))
         critical = rng.random() < cfg.critical_fraction
-        env.add_requirement(
-            make_requirement(env, f"R{i + 1:02d}", item, min(hi, deadline), critical, 0)
+        world.add_requirement(
+            make_requirement(world, f"R{i + 1:02d}", item, min(hi, deadline), critical, 0)
         )
 
-    req_cats = sorted({r.category for r in env.requirements})
-    demand = demand_by_category(env.requirements)
+    req_cats = sorted({r.category for r in world.requirements})
+    demand = demand_by_category(world.requirements)
     roster = cfg.supplier_roster  # named suppliers first (from the scenario's profiles)
     for i, spec in enumerate(roster):
         add_supplier(
-            env,
+            world,
             f"S{i + 1:02d}",
             spec.name,
             spec.persona,
@@ -283,7 +283,7 @@ def generate_arena(env: ProcurementEnv) -> None:
             "" if i < len(names) else f" {i}"
         )
         add_supplier(
-            env,
+            world,
             f"S{len(roster) + i + 1:02d}",
             name,
             persona,
@@ -291,7 +291,7 @@ def generate_arena(env: ProcurementEnv) -> None:
             randint(rng, 1, 2 if base_persona(persona) == "distressed" else 3),
             demand=demand,
         )
-    env.budget_total = sum(r.ceiling_unit_price * r.quantity for r in env.requirements) * (
+    world.budget_total = sum(r.ceiling_unit_price * r.quantity for r in world.requirements) * (
         1.4 - 0.6 * cfg.budget_tightness
     )
 
@@ -305,7 +305,7 @@ def demand_by_category(requirements: list[Requirement]) -> dict[str, int]:
 
 
 def add_supplier(
-    env: ProcurementEnv,
+    world: World,
     sid: str,
     name: str,
     persona: str,
@@ -315,11 +315,11 @@ def add_supplier(
     *,
     demand: dict[str, int] | None = None,
 ) -> None:
-    """``demand``: demand_by_category(env.requirements), passed in when the caller adds many
+    """``demand``: demand_by_category(world.requirements), passed in when the caller adds many
     suppliers to one set of requirements."""
-    rng = env.rng
+    rng = world.rng
     d = _persona_draws(base_persona(persona))
-    hidden, bias = make_hidden(rng, persona, env.cfg.deception_level)
+    hidden, bias = make_hidden(rng, persona, world.cfg.deception_level)
     if reliability is not None:
         hidden.true_reliability = reliability
         bias = 0.0
@@ -333,24 +333,24 @@ def add_supplier(
             notes.append(n)
     sup = Supplier(sid, name, categories, lead, rated, notes)
     if demand is None:
-        demand = demand_by_category(env.requirements)
+        demand = demand_by_category(world.requirements)
     for c in categories:
         hidden.cost_ratio[c] = d.cost_ratio.draw(rng) * _COST_JITTER.draw(rng)
         true_cap = max(1, int((demand.get(c) or 100) * _CAPACITY.draw(rng)))
         hidden.true_capacity[c] = true_cap
         sup.capacity[c] = int(true_cap * hidden.capacity_claim_factor)
     style = tuple(uniforms(rng, _STYLE))
-    env.add_supplier(sup, hidden, style)
+    world.add_supplier(sup, hidden, style)
 
 
-def generate_bilateral(env: ProcurementEnv) -> None:
+def generate_bilateral(world: World) -> None:
     """One supplier, one item: buyer budget, seller cost, asking price, max rounds, persona."""
-    cfg, rng = env.cfg, env.rng
-    cat = env.catalogue
+    cfg, rng = world.cfg, world.rng
+    cat = world.catalogue
     item = (
         rng.choice(cat.items) if cfg.bilateral_item == "random" else cat.by_key[cfg.bilateral_item]
     )
-    env.market.add_category(item.category)
+    world.market.add_category(item.category)
     price = item.typical_unit_price
     qty = nice_quantity(rng.randint(item.order_qty_min, item.order_qty_max))
     deadline = cfg.weeks - 1
@@ -367,7 +367,7 @@ def generate_bilateral(env: ProcurementEnv) -> None:
         price,
         0,
     )
-    env.add_requirement(req)
+    world.add_requirement(req)
     persona = cfg.bilateral_persona
     hidden, _ = make_hidden(rng, persona, cfg.deception_level)
     hidden.true_reliability = 1.0  # pure bargaining: no delivery risk
@@ -381,8 +381,8 @@ def generate_bilateral(env: ProcurementEnv) -> None:
     )
     sup.capacity[item.category] = qty * 2
     style = tuple(uniforms(rng, _STYLE))
-    env.add_supplier(sup, hidden, style)
-    env.budget_total = req.ceiling_unit_price * qty
+    world.add_supplier(sup, hidden, style)
+    world.budget_total = req.ceiling_unit_price * qty
     # The game's terms are public, as in the bargaining literature (the preset's description
     # states them): budget, asking price, round limit and the seller's unit cost.
-    env.seller_cost = env.reservation_now(sup.id, req)[0]
+    world.seller_cost = world.reservation_now(sup.id, req)[0]

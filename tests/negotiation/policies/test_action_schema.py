@@ -105,8 +105,8 @@ def test_whole_number_floats_are_quantities_as_in_the_engine() -> None:
 
 
 def _samples(env: ProcurementEnv) -> list[dict]:
-    sid = next(s.id for s in env.suppliers if "R01" in s.list_prices)
-    other = next(s.id for s in env.suppliers if s.id != sid)
+    sid = next(s.id for s in env.world.suppliers if "R01" in s.list_prices)
+    other = next(s.id for s in env.world.suppliers if s.id != sid)
     base = {"supplier_id": sid, "requirement_id": "R01"}
     return [
         {"action_type": "negotiate", **base, "price": 10.0, "message": "hi", "rationale": "r"},

@@ -41,11 +41,11 @@ def test_the_expert_never_insults_stalls_or_outwaits_a_supplier(preset):
     no hardening, no walk-out."""
     for seed in range(20):
         env, _ = play_expert(preset, seed)
-        for key, hid in env.th_hidden.items():
+        for key, hid in env.world.th_hidden.items():
             assert hid.strikes == 0 and not hid.hardened, (seed, key)
             if env.cfg.mode == "arena":
                 assert len(hid.offers) <= SAFE_ROUNDS, (seed, key)
-        walked = [k for k, th in env.threads.items() if th.status == "walked_away"]
+        walked = [k for k, th in env.world.threads.items() if th.status == "walked_away"]
         assert not walked, (seed, walked)
 
 
@@ -58,7 +58,7 @@ def test_every_arena_offer_raises_the_best_before_it(preset):
     in 300 hard_arena episodes, 8 in medium_adversarial)."""
     for seed in range(100):
         env, _ = play_expert(preset, seed)
-        for key, th in env.threads.items():
+        for key, th in env.world.threads.items():
             offers = [rd.buyer_offer for rd in th.rounds if rd.buyer_offer is not None]
             for i in range(1, len(offers)):
                 assert offers[i] >= max(offers[:i]) * (1.0 + STALL_MOVE), (seed, key, offers)
@@ -83,7 +83,7 @@ def test_bilateral_bounds_at_the_public_cost_come_from_the_persona_ranges():
 def test_bilateral_observations_state_the_sellers_cost_and_the_arena_none():
     env = ProcurementEnv(load_scenario("bilateral_deceptive"))
     obs = env.reset(seed=3)
-    cost = env.reservation_now("S01", env.requirements[0])[0]
+    cost = env.world.reservation_now("S01", env.world.requirements[0])[0]
     assert obs.seller_cost == pytest.approx(cost)
     assert obs.to_dict()["rules"]["seller_unit_cost"] == pytest.approx(cost)
     obs = ProcurementEnv(load_scenario("medium_adversarial")).reset(seed=3)
@@ -127,7 +127,7 @@ def test_the_final_offer_never_goes_under_what_the_seller_accepts():
             closing = pol._closing(obs, obs.suppliers[0], obs.requirements[0], th)
             final = None if closing is None else closing.offer
             true = lowest_accepted(
-                env.th_hidden[("S01", "R01")], env.hidden["S01"], 9, 0, th.counter_price
+                env.world.th_hidden[("S01", "R01")], env.world.hidden["S01"], 9, 0, th.counter_price
             )
             if final is not None:
                 finals += 1
@@ -237,7 +237,7 @@ def test_a_clock_the_model_cannot_explain_is_met_by_the_trend_of_its_concessions
     step = round(counters[-2] - counters[-1], 2)
     assert rounds[-1].response == "accept" and len(rounds) == 9
     assert rounds[-1].buyer_offer == ceil_cents(counters[-1] - 0.5 * step)
-    th = env.th_hidden[("S01", "R01")]
+    th = env.world.th_hidden[("S01", "R01")]
     assert rounds[-1].buyer_offer >= seller.ask(th, 9)  # what its clock asks then
 
 

@@ -220,8 +220,8 @@ def test_the_floor_range_holds_every_persona_and_widens_after_a_stall():
         for seed in range(40):
             env = ProcurementEnv(cfg)
             env.reset(seed=seed)
-            th = env.hidden_thread_now("S01", env.requirements[0])
-            least, most = floor_range(env.seller_cost, History((), (), True))
+            th = env.world.hidden_thread_now("S01", env.world.requirements[0])
+            least, most = floor_range(env.world.seller_cost, History((), (), True))
             assert least <= th.reservation * (1.0 + BAND) and th.floor < most, (persona, seed)
     moving = History((10.0, 10.06, 10.2), (20.0, 19.0, 18.0), True)
     stalled = History((10.0, 10.2, 10.21), (20.0, 19.0, 18.0), True)
@@ -292,12 +292,12 @@ def test_the_tolerance_holds_the_true_seller_in_real_episodes():
     for persona in ("hardball", "cooperative", "deceptive", "distressed"):
         for seed in range(12):
             env, week = play_expert(f"bilateral_{persona}", seed, redraw=bool(seed % 2))
-            ((key, thread),) = env.threads.items()
-            true, sh = env.th_hidden[key], env.hidden[key[0]]
+            ((key, thread),) = env.world.threads.items()
+            true, sh = env.world.th_hidden[key], env.world.hidden[key[0]]
             h = history(thread)
             replay = ThreadHidden(true.reservation, true.cost, true.floor, true.anchor,
                                   true.beta, true.patience)  # fmt: skip
-            assert floor_now(replay, pressure(sh, week)) > env.seller_cost * (1.0 + BAND)
+            assert floor_now(replay, pressure(sh, week)) > env.world.seller_cost * (1.0 + BAND)
             for k, (offer, counter) in enumerate(zip(h.offers, h.counters, strict=True), 1):
                 ask = next_ask(replay, sh, offer, k, week).price
                 worst = max(worst, abs(ask - counter))
@@ -311,7 +311,7 @@ def test_the_bilateral_schedule_probes_once_early():
     """Creeps, one probe at PROBE_OFFER, and the last AHEAD offers before offer T each a
     creep or one of PRE_RATES."""
     env, _ = play_expert("bilateral_hardball", 5)
-    offers = history(env.threads[("S01", "R01")]).offers
+    offers = history(env.world.threads[("S01", "R01")]).offers
     raises = [b / a - 1.0 for a, b in itertools.pairwise(offers)]
     assert raises[PROBE_OFFER - 2] == pytest.approx(PROBE_RAISE, abs=0.002)
     ahead = env.cfg.bilateral_max_rounds - 2 - AHEAD  # raises[i]: offer i + 2 over i + 1

@@ -121,7 +121,7 @@ def test_exploits_gain_nothing_over_do_nothing(kind):
             pol = _Spam(kind)
             while not env.done:
                 obs = env.step(pol.act(obs)).observation
-            assert all(c.unit_price > 1.0 for c in env.contracts)
+            assert all(c.unit_price > 1.0 for c in env.world.contracts)
 
 
 def test_bilateral_expert_targets():

@@ -122,9 +122,11 @@ def test_the_supplier_prompt_holds_the_hidden_state_and_the_buyer_never_sees_it(
     env = ProcurementEnv(cfg, llm_backend=backend)
     env.reset(seed=6)
     result = run_episode(cfg, get_policy("llm", backend=backend), 6, llm_backend=backend)
-    hid = next(iter(env.th_hidden.values()), None)
-    sup_hidden = env.hidden[env.suppliers[0].id]
-    reservation = fmt_price(env.reservation_now(env.suppliers[0].id, env.requirements[0])[1])
+    hid = next(iter(env.world.th_hidden.values()), None)
+    sup_hidden = env.world.hidden[env.world.suppliers[0].id]
+    reservation = fmt_price(
+        env.world.reservation_now(env.world.suppliers[0].id, env.world.requirements[0])[1]
+    )
     assert hid is None  # the thread opens on the first offer; its floor is reservation_now
     supplier_prompts = [r for r in backend.requests if is_supplier(r)]
     buyer_prompts = [r for r in backend.requests if not is_supplier(r)]

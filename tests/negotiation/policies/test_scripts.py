@@ -66,9 +66,9 @@ def test_full_episodes_without_invalid_actions(name: str, preset: str) -> None:
     deals = 0
     for seed in SEEDS:
         env, _, seen = play(preset, get_policy(name, seed=seed), seed)
-        deals += len(env.contracts)
+        deals += len(env.world.contracts)
         last = seen[-1]
-        if name in LOWBALL and last.max_rounds is not None and not env.contracts:
+        if name in LOWBALL and last.max_rounds is not None and not env.world.contracts:
             # Lowball and wait is what the rule sellers' stall rule defeats: a bilateral
             # episode without a deal ended with the seller walking away, or with its
             # (frozen) counter still unaffordable when the rounds ran out.

@@ -161,9 +161,9 @@ def test_pressure_shows_in_the_urgency_tell():
             if env.done:
                 break
             resp = res.info["response"]
-            if resp is None or env.hidden[s.id].persona == "deceptive":
+            if resp is None or env.world.hidden[s.id].persona == "deceptive":
                 continue
-            p = pressure(env.hidden[s.id], res.observation.week)
+            p = pressure(env.world.hidden[s.id], res.observation.week)
             (near if p >= 0.3 else far).append(resp["tells"]["urgency"])
     assert near and far
     assert statistics.mean(near) > statistics.mean(far) + 0.05

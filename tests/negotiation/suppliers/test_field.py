@@ -231,7 +231,7 @@ def test_plays_through_the_engine_respond_path(r01_thread):
     last = None
     for i in range(hid.patience + 2):
         offer = hid.reservation * (0.8 + 0.04 * i)
-        resp = respond(env, th, r, offer, "", policy)
+        resp = respond(env.world, th, r, offer, "", policy)
         assert resp["response"] in ("accept", "counter", "walk_away")
         if resp["response"] != "counter":
             break
@@ -425,7 +425,7 @@ def play_episode(cfg, policy: str, seed: int) -> tuple[list[dict], dict]:
         steps.append(rec.to_dict())
         resp = res.info["response"]
         if resp:
-            hid = env.th_hidden[(resp["supplier_id"], resp["requirement_id"])]
+            hid = env.world.th_hidden[(resp["supplier_id"], resp["requirement_id"])]
             if resp["response"] == "accept":
                 assert resp["price"] >= hid.reservation, (resp, hid.reservation)
             elif resp["response"] == "counter":
@@ -471,7 +471,7 @@ def test_arena_with_field_personas_in_the_mix(policy):
         if policy != "random":
             assert metrics["invalid_actions"] == 0 and metrics["malformed_actions"] == 0
         env.reset(seed=seed)
-        seen |= {h.persona for h in env.hidden.values()}
+        seen |= {h.persona for h in env.world.hidden.values()}
     assert seen & set(FIELD_PERSONAS)
 
 
@@ -485,7 +485,7 @@ def test_field_supplier_hidden_numbers_come_from_the_base_persona():
     env = ProcurementEnv(cfg)
     for seed in range(3):
         env.reset(seed=seed)
-        field = [h for h in env.hidden.values() if h.persona in FIELD_PERSONAS]
+        field = [h for h in env.world.hidden.values() if h.persona in FIELD_PERSONAS]
         assert field
         for h in field:
             pp = PERSONA_PARAMS[STRATEGIES[h.persona].base]
@@ -507,14 +507,14 @@ def test_field_supplier_hidden_numbers_come_from_the_base_persona():
 
 @needs_negmas
 def test_field_tells_show_the_base_persona_demeanour():
-    from negotiation.suppliers.tells import make_tells
+    from negotiation.suppliers.tells import TellSignals, make_tells
 
-    style = (0.0,) * 10
+    def tells(persona: str) -> dict[str, float]:
+        signals = TellSignals(persona, (0.0,) * 10, 0.5, 0.2, 0.01, 0.3, 0.0, False)
+        return make_tells(random.Random(1), signals, deception=0.5, noise=0.0)
+
     for name, s in STRATEGIES.items():
-        args = (style, 0.5, 0.2, 0.01, 0.3, 0.0, False, 0.5, 0.0)
-        assert make_tells(random.Random(1), name, *args) == make_tells(
-            random.Random(1), s.base, *args
-        )
+        assert tells(name) == tells(s.base)
 
 
 @pytest.mark.parametrize("policy", ["expert", "always_accept", "random"])

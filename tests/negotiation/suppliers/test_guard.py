@@ -98,7 +98,7 @@ def test_guard_sits_in_the_env_path_and_counts_interventions(r01_thread):
     last = None
     for i in range(9):
         offer = hid.reservation * (0.5 + 0.05 * i)
-        resp = respond(env, th, r, offer, "", RogueSupplier())
+        resp = respond(env.world, th, r, offer, "", RogueSupplier())
         if resp["response"] == "accept":
             assert resp["price"] >= hid.reservation
             break
@@ -107,8 +107,8 @@ def test_guard_sits_in_the_env_path_and_counts_interventions(r01_thread):
             assert resp["price"] <= last
         last = resp["price"]
         assert f"{hid.reservation:.2f}" not in resp["message"]
-    assert env.counters["guard_interventions"] > 0
-    assert env.score().metrics["guard_interventions"] == env.counters["guard_interventions"]
+    assert env.world.counters.guard_interventions > 0
+    assert env.score().metrics["guard_interventions"] == env.world.counters.guard_interventions
 
 
 @pytest.mark.parametrize(

@@ -113,15 +113,15 @@ def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> N
     cfg["supplier_llm"] = {"backend": "transformers", "personas": ["hardball"]}
     env = ProcurementEnv(cfg, llm_backend=ScriptedBackend(adversary))
     env.reset(seed=4)
-    sup, req = env.suppliers[0], env.requirements[0]
-    res_floor = env.reservation_now(sup.id, req)[1]
+    sup, req = env.world.suppliers[0], env.world.requirements[0]
+    res_floor = env.world.reservation_now(sup.id, req)[1]
     offer = round(res_floor * 0.9, 2)  # below the floor: accepting it breaks rule 1
     last, expected = None, 0
     for turn in range(1, 7):
-        before = env.counters["guard_interventions"]
+        before = env.world.counters.guard_interventions
         res = negotiate(env, sup.id, req.id, offer)
         r = res.info["response"]
-        hid = env.th_hidden[(sup.id, req.id)]
+        hid = env.world.th_hidden[(sup.id, req.id)]
         assert r["response"] == "counter", r  # never an accept below the floor (rule 1)
         assert r["price"] >= band_floor(hid.reservation) - 1e-9  # rule 1 + band
         assert last is None or r["price"] <= last + 1e-9  # rule 3: monotone
@@ -132,10 +132,10 @@ def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> N
         assert " ".join(SPELL_SMALL[int(c)] for c in str(int(hid.reservation))) not in msg
         # accept-below (rule 1) / raised counter (rule 3) / counter under the floor
         # (rule 1), plus one redaction each turn: two repairs per turn
-        step_repairs = env.counters["guard_interventions"] - before
+        step_repairs = env.world.counters.guard_interventions - before
         assert step_repairs == 2, (turn, r, step_repairs)
         expected += step_repairs
-    assert env.counters["guard_interventions"] == expected == 12
+    assert env.world.counters.guard_interventions == expected == 12
     metrics = env.score().metrics
     assert metrics["guard_interventions"] == 12
     assert metrics["supplier_llm_decisions"] == 6 and metrics["llm_fallbacks"] == 0

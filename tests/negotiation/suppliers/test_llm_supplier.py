@@ -27,7 +27,7 @@ def test_only_the_named_personas_are_played_by_the_model() -> None:
 
     result = run_episode(cfg, "expert", 7, llm_backend=backend)
     env.reset(seed=7)
-    persona = {s.id: env.hidden[s.id].persona for s in env.suppliers}
+    persona = {s.id: env.world.hidden[s.id].persona for s in env.world.suppliers}
     answered = [
         s for s in result.steps if s.response is not None and s.action["action_type"] == "negotiate"
     ]
@@ -45,13 +45,13 @@ def test_the_models_decision_is_the_suppliers_answer() -> None:
     cfg = _cfg("bilateral_hardball", ["hardball"])
     env = ProcurementEnv(cfg, llm_backend=backend)
     env.reset(seed=3)
-    sid, rid = env.suppliers[0].id, env.requirements[0].id
+    sid, rid = env.world.suppliers[0].id, env.world.requirements[0].id
     res = env.step(
         {
             "action_type": "negotiate",
             "supplier_id": sid,
             "requirement_id": rid,
-            "price": 1.0 + env.reservation_now(sid, env.requirements[0])[1],
+            "price": 1.0 + env.world.reservation_now(sid, env.world.requirements[0])[1],
         }
     )
     reply = json.loads(fair_supplier(backend.requests[-1]))
@@ -112,4 +112,4 @@ def test_buyer_and_supplier_models_share_one_backend() -> None:
 def test_rule_policy_is_still_the_default_supplier() -> None:
     env = ProcurementEnv("bilateral")
     env.reset(seed=0)
-    assert env.supplier_policies.get(env.hidden["S01"].persona, RULE_POLICY) is RULE_POLICY
+    assert env.supplier_policies.get(env.world.hidden["S01"].persona, RULE_POLICY) is RULE_POLICY
