@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .action_spec import ACTION_TYPES, ACTIONS, MAX_MESSAGE, MAX_QUANTITY, RATIONALE
 from .suppliers.concession import pressure
 from .suppliers.field import FIELD_ACTOR
 from .suppliers.guard import GuardedDecision, HardRuleGuard, ProposedDecision, band_floor
@@ -23,43 +24,18 @@ from .world.records import FrozenDict, committed_spend, pr_cover, pr_room, pr_sh
 if TYPE_CHECKING:
     from .world.state import World
 
-ACTION_TYPES: tuple[str, ...] = (
-    "negotiate",
-    "award_contract",
-    "raise_pr",
-    "defer",
-    "reject",
-    "hedge",
-    "escalate",
-)
-
-# action_type -> (required fields, optional fields). "rationale" is allowed everywhere so
-# an agent can record why (shown to analysts); it has no effect on the world.
+# action_type -> (required fields, optional fields), from the one declaration.
 FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "negotiate": (frozenset({"supplier_id", "requirement_id", "price"}), frozenset({"message"})),
-    "award_contract": (
-        frozenset({"supplier_id", "requirement_id", "quantity"}),
-        frozenset({"price"}),
-    ),
-    "raise_pr": (frozenset({"requirement_id", "amount"}), frozenset()),
-    "defer": (frozenset(), frozenset({"requirement_id"})),
-    "reject": (frozenset({"supplier_id"}), frozenset({"requirement_id"})),
-    "hedge": (
-        frozenset({"requirement_id", "supplier_id", "hedge_supplier_id", "split"}),
-        frozenset(),
-    ),
-    "escalate": (frozenset({"requirement_id"}), frozenset({"supplier_id"})),
+    a.action_type: (frozenset(a.required), frozenset(a.optional)) for a in ACTIONS
 }
 # Fields that the service running an episode adds, never a buyer: a person's answer to an
 # escalation when the scenario asks for one (see _refused_by).
 SERVICE_FIELDS: dict[str, frozenset[str]] = {"escalate": frozenset({"approval"})}
-_COMMON = frozenset({"action_type", "rationale"})
+_COMMON = frozenset({"action_type", RATIONALE})
 ALLOWED = {
     k: req | opt | _COMMON | SERVICE_FIELDS.get(k, frozenset()) for k, (req, opt) in FIELDS.items()
 }
 
-MAX_MESSAGE = 2000
-MAX_QUANTITY = 10**9
 ABSURD_PRICE_FACTOR = 100.0  # prices above 100x the market reference are rejected as absurd
 
 GUARD = HardRuleGuard()

@@ -36,9 +36,10 @@ from openenv.core.env_server import (
     create_app,
 )
 from openenv.core.env_server.types import EnvironmentMetadata
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
-from ..actions import ACTION_TYPES, FIELDS, MAX_MESSAGE, MAX_QUANTITY
+from ..action_spec import ACTION_TYPES, FIELD_SPECS, MAX_MESSAGE, MAX_QUANTITY
+from ..actions import FIELDS
 from ..config import TIERS
 from .session import CURRICULUM_MODES, DEFAULT_SCENARIO, SessionError, TrainingSession, rule_presets
 
@@ -62,34 +63,18 @@ def _fields_doc() -> str:
     return "Required fields per action_type - " + " | ".join(lines) + "."
 
 
-_ID = {"type": "string", "minLength": 1}
-_TEXT = {"type": "string", "maxLength": MAX_MESSAGE}
+# A field's kind (action_spec.FieldSpec) as the JSON schema the OpenEnv action shows.
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "id": {"type": "string", "minLength": 1},
+    "price": {"type": "number", "exclusiveMinimum": 0},
+    "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_QUANTITY},
+    "share": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "text": {"type": "string", "maxLength": MAX_MESSAGE},
+}
 
 
-class ArenaAction(Action):
-    """One buyer action: ``action_type`` and that action's fields (``rationale`` anywhere)."""
-
+class _ArenaActionBase(Action):
     model_config = ConfigDict(extra="allow", json_schema_extra={"description": _fields_doc()})
-
-    action_type: Any = _documented({"enum": list(ACTION_TYPES)}, "Which of the seven actions.")
-    supplier_id: Any = _documented(_ID, "A supplier id from the observation, e.g. 'S03'.")
-    requirement_id: Any = _documented(_ID, "A requirement id from the observation, e.g. 'R01'.")
-    price: Any = _documented(
-        {"type": "number", "exclusiveMinimum": 0}, "Unit price offered (negotiate, award)."
-    )
-    quantity: Any = _documented(
-        {"type": "integer", "minimum": 1, "maximum": MAX_QUANTITY}, "Units to award."
-    )
-    amount: Any = _documented(
-        {"type": "number", "exclusiveMinimum": 0}, "Purchase requisition sum."
-    )
-    hedge_supplier_id: Any = _documented(_ID, "The second supplier of a hedge.")
-    split: Any = _documented(
-        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "Share of the hedge that goes to supplier_id.",
-    )
-    message: Any = _documented(_TEXT, "Words to the supplier (negotiate).")
-    rationale: Any = _documented(_TEXT, "Why: recorded for analysts, no effect on the world.")
 
     def to_engine(self) -> dict[str, Any]:
         """The action dict as the client sent it (``metadata`` is the package's, not the
@@ -100,6 +85,21 @@ class ArenaAction(Action):
         out.update(extra)
         out.pop("metadata", None)
         return out
+
+
+# One buyer action: ``action_type`` and that action's fields (``rationale`` anywhere),
+# every field as action_spec declares it.
+ArenaAction = create_model(
+    "ArenaAction",
+    __base__=_ArenaActionBase,
+    __module__=__name__,
+    __doc__="One buyer action: ``action_type`` and that action's fields (``rationale`` anywhere).",
+    action_type=(Any, _documented({"enum": list(ACTION_TYPES)}, "Which of the seven actions.")),
+    **{
+        name: (Any, _documented(_SCHEMAS[spec.kind], spec.doc))
+        for name, spec in FIELD_SPECS.items()
+    },
+)
 
 
 class ArenaObservation(Observation):

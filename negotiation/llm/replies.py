@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..actions import MAX_MESSAGE
+from ..action_spec import MAX_MESSAGE
 
 TEXT_MAX = 400  # message / rationale length asked of a model (the engine allows 2000)
 

@@ -1,8 +1,9 @@
 """What the LLM buyer may answer: the seven actions and the narrator's replies, as
 pydantic models and as the JSON schema handed to constrained decoding.
 
-The seven buyer actions mirror ``negotiation/actions.py`` field by field (names, types,
-ranges), so a reply that passes here is well-formed for the engine; the engine's own
+The seven buyer actions are derived from ``negotiation/action_spec.py`` field by field
+(names, order, required or not, kinds), so a reply that passes here is well-formed for
+the engine; the engine's own
 validation stays the authority for everything that depends on the world (ids,
 agreements, budget).
 """
@@ -10,11 +11,11 @@ agreements, budget).
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, TypeAdapter
+from pydantic import BeforeValidator, Field, TypeAdapter, create_model
 
-from ..actions import MAX_QUANTITY
+from ..action_spec import ACTIONS, FIELD_SPECS, MAX_QUANTITY, RATIONALE, ActionSpec
 from ..llm.replies import (
     TEXT_MAX,
     Price,
@@ -37,73 +38,28 @@ def _whole_float_to_int(v: Any) -> Any:
 Quantity = Annotated[int, Field(ge=1, le=MAX_QUANTITY), BeforeValidator(_whole_float_to_int)]
 
 
-class Negotiate(ReplyModel):
-    action_type: Literal["negotiate"]
-    supplier_id: Id
-    requirement_id: Id
-    price: Price
-    message: Text | None = None
-    rationale: Text | None = None
+# A field's kind (action_spec.FieldSpec) as the type a model's reply must have.
+_TYPES: dict[str, Any] = {
+    "id": Id,
+    "price": Price,
+    "quantity": Quantity,
+    "share": Annotated[float, Field(gt=0.0, lt=1.0)],
+    "text": Text,
+}
 
 
-class AwardContract(ReplyModel):
-    action_type: Literal["award_contract"]
-    supplier_id: Id
-    requirement_id: Id
-    quantity: Quantity
-    price: Price | None = None
-    rationale: Text | None = None
+def _action_model(spec: ActionSpec) -> type[ReplyModel]:
+    """The reply model of one action, field for field as action_spec declares it."""
+    fields: dict[str, Any] = {"action_type": (Literal[spec.action_type], ...)}
+    for name in spec.required:
+        fields[name] = (_TYPES[FIELD_SPECS[name].kind], ...)
+    for name in (*spec.optional, RATIONALE):
+        fields[name] = (_TYPES[FIELD_SPECS[name].kind] | None, None)
+    return create_model(spec.model_name, __base__=ReplyModel, __module__=__name__, **fields)
 
 
-class RaisePR(ReplyModel):
-    action_type: Literal["raise_pr"]
-    requirement_id: Id
-    amount: Price
-    rationale: Text | None = None
-
-
-class Defer(ReplyModel):
-    action_type: Literal["defer"]
-    requirement_id: Id | None = None
-    rationale: Text | None = None
-
-
-class Reject(ReplyModel):
-    action_type: Literal["reject"]
-    supplier_id: Id
-    requirement_id: Id | None = None
-    rationale: Text | None = None
-
-
-class Hedge(ReplyModel):
-    action_type: Literal["hedge"]
-    requirement_id: Id
-    supplier_id: Id
-    hedge_supplier_id: Id
-    split: Annotated[float, Field(gt=0.0, lt=1.0)]
-    rationale: Text | None = None
-
-
-class Escalate(ReplyModel):
-    action_type: Literal["escalate"]
-    requirement_id: Id
-    supplier_id: Id | None = None
-    rationale: Text | None = None
-
-
-ACTION_MODELS: tuple[type[ReplyModel], ...] = (
-    Negotiate,
-    AwardContract,
-    RaisePR,
-    Defer,
-    Reject,
-    Hedge,
-    Escalate,
-)
-BuyerAction = Annotated[
-    Negotiate | AwardContract | RaisePR | Defer | Reject | Hedge | Escalate,
-    Field(discriminator="action_type"),
-]
+ACTION_MODELS: tuple[type[ReplyModel], ...] = tuple(_action_model(a) for a in ACTIONS)
+BuyerAction = Annotated[Union[ACTION_MODELS], Field(discriminator="action_type")]  # noqa: UP007
 ACTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(BuyerAction)
 
 

@@ -44,6 +44,7 @@ def test_catalogue_has_50_realistic_items():
 # supplier or buyer policies, never as an import (not even for a type).
 CORE = (
     "env.py",
+    "action_spec.py",
     "actions.py",
     "observation.py",
     "scoring.py",

@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 from openenv.core import GenericEnvClient
 
-from negotiation.actions import ACTION_TYPES
+from negotiation.action_spec import ACTION_TYPES
 from negotiation.interfaces.openenv_server import build_app
 from negotiation.interfaces.session import TrainingSession
 from negotiation.policies import get_policy

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from negotiation import ProcurementEnv, get_policy, load_scenario, run_episode
-from negotiation.actions import ACTION_TYPES
+from negotiation.action_spec import ACTION_TYPES
 from negotiation.policies.prompts import TRUNCATED, buyer_messages, narrator_messages
 from negotiation.suppliers.guard import fmt_price
 from tests.negotiation.llm.scripted import (
