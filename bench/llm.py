@@ -130,7 +130,7 @@ def play(
     backend: LLMBackend, seeds: list[int], *, concurrent: bool, max_steps: int
 ) -> tuple[TimedBackend, list]:
     from negotiation import get_policy, load_scenario, run_episode
-    from negotiation.llm.concurrent import run_episodes_concurrently
+    from negotiation.interfaces.concurrent import run_episodes_concurrently
 
     timed = TimedBackend(backend)
     scenario = load_scenario("llm_bilateral", **({"max_steps": max_steps} if max_steps else {}))

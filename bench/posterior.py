@@ -62,11 +62,15 @@ def closing_reading(env: ProcurementEnv, obs) -> dict[str, float] | None:
     top, offer = float(lines.max()), closing.offer
     key = (th.supplier_id, th.requirement_id)
     true = lowest_accepted(
-        env.th_hidden[key], env.hidden[th.supplier_id], T + 1, env.week, th.counter_price
+        env.world.th_hidden[key],
+        env.world.hidden[th.supplier_id],
+        T + 1,
+        env.world.week,
+        th.counter_price,
     )
     if true is None:
         return None
-    cost = env.th_hidden[key].cost
+    cost = env.world.th_hidden[key].cost
     return {
         "covered": float(offer >= true),
         "spread": top / true - 1.0,

@@ -24,7 +24,7 @@ Supplier families (``--families``; tables per family and preset):
   mixed   HELD OUT: the same presets, but right after reset every supplier's concession
           tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
   field   HELD OUT from tuning: the "bilateral" preset with each field persona
-          (negotiation/field.py, third-party negotiators; needs the optional negmas
+          (negotiation/suppliers/field.py, third-party negotiators; needs the optional negmas
           packages, skipped otherwise). Two rules for sellers the model does not explain
           were designed with them in view, no number fitted to them: the halfway offer at
           the seller's patience and the trend of its concessions (beliefs.trend_offer)
@@ -61,10 +61,10 @@ from negotiation import (
     list_presets,
     load_scenario,
 )
-from negotiation.field import available_field_strategies
 from negotiation.policies.base import Policy
 from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
 from negotiation.stats import MeanCI, bootstrap_mean_ci
+from negotiation.suppliers.field import available_field_strategies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,16 +108,16 @@ def regenerate_tactics(env: ProcurementEnv, rng: random.Random) -> None:
     (the held-out "mixed" family). Patience, prices, insult and reliability are kept;
     threads already open take the new beta too (none are open right after reset), later
     threads take it from SupplierHidden when they open."""
-    for sid in sorted(env.hidden):
-        h = env.hidden[sid]
+    for sid in sorted(env.world.hidden):
+        h = env.world.hidden[sid]
         h.time_weight = rng.uniform(0.1, 0.95)
         h.reciprocity = rng.uniform(0.2, 2.0)
         h.tft_window = rng.randint(1, 4)
         h.stall_rounds = rng.randint(2, 5)
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
         h.quarter_pressure = rng.uniform(0.0, 0.9)
-    for (sid, _rid), th in env.th_hidden.items():
-        th.beta = env.hidden[sid].beta
+    for (sid, _rid), th in env.world.th_hidden.items():
+        th.beta = env.world.hidden[sid].beta
 
 
 def scenario(family: str, preset: str):

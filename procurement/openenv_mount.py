@@ -180,6 +180,6 @@ class OpenEnvMount:
 
 
 def _build_openenv_app() -> ASGIApp:
-    from negotiation.openenv_server import build_app
+    from negotiation.interfaces.openenv_server import build_app
 
     return build_app(settings.OPENENV_MAX_SESSIONS)

@@ -46,4 +46,4 @@ def test_web_and_worker_start_up_do_not_import_openenv() -> None:
 
 def test_the_probe_sees_openenv_when_the_server_module_is_imported() -> None:
     # The control: the same probe does report openenv once the server module is loaded.
-    assert "openenv" in _loaded_after_importing("negotiation.openenv_server")
+    assert "openenv" in _loaded_after_importing("negotiation.interfaces.openenv_server")

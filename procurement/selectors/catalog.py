@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from negotiation.llm.actions_schema import ACTION_MODELS
+from negotiation.policies.action_schema import ACTION_MODELS
 from procurement.models import PolicyConfig, Scenario
 from procurement.run_plan import buyer_uses_llm, suppliers_use_llm
 

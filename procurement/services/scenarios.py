@@ -10,9 +10,9 @@ from django.utils.text import slugify
 
 from negotiation import apply_tier, list_policies, list_presets
 from negotiation import load_scenario as engine_load_scenario
-from negotiation.catalogue import get_catalogue
 from negotiation.config import TIERS
 from negotiation.scenarios import DEFAULT_LLM
+from negotiation.world.catalogue import get_catalogue
 from procurement.models import PolicyConfig, RequirementTemplate, Scenario
 from procurement.run_plan import LLM_POLICY
 from procurement.services.protection import delete_unreferenced

@@ -25,7 +25,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from negotiation import run_episode
-from negotiation.llm.concurrent import run_episodes_concurrently
+from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
 from procurement.selectors.sweeps import SweepPins, sweep_pins

@@ -16,9 +16,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from negotiation import get_policy, run_episode
-from negotiation.llm.actions_schema import parse_action
-from negotiation.llm.prompts import buyer_messages
+from negotiation.policies.action_schema import parse_action
 from negotiation.policies.base import Policy
+from negotiation.policies.prompts import buyer_messages
 from procurement.models import Episode, PolicyConfig, Scenario
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create

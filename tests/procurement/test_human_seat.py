@@ -81,7 +81,7 @@ def test_a_human_playing_the_experts_moves_gets_the_experts_score(seat) -> None:
         assert _act(analyst, episode, action).status_code == 201
         observation = env.step(action).observation
     episode.refresh_from_db()
-    assert episode.status == "finished" and episode.steps == env.steps_taken
+    assert episode.status == "finished" and episode.steps == env.world.steps_taken
     assert episode.score == pytest.approx(env.score().score)
 
 

@@ -19,8 +19,8 @@ from openenv.core import GenericEnvClient
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from negotiation.interfaces.session import TrainingSession
 from negotiation.policies import get_policy
-from negotiation.session import TrainingSession
 from tests.browser import PASSWORD, EmbeddedSite
 
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 60.0}  # first use imports openenv
