@@ -29,14 +29,18 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("ARENA_REQUIRE_SERVICES") == "1"
 
 
-def xdist_worker_env(index: int, environ: Mapping[str, str]) -> dict[str, str]:
+def xdist_worker_env(index: int, workers: int, environ: Mapping[str, str]) -> dict[str, str]:
     """What xdist worker ``gw<index>`` must not share with its siblings: a Redis DB of its
     own (Celery's queues, channels-redis groups, health keys), so one worker's celery
-    process never takes another's tasks, and a data folder of its own. PostgreSQL needs
-    nothing here: pytest-django already names each worker's test database ``..._gw<index>``.
+    process never takes another's tasks, a data folder of its own, and its share of the
+    cores for torch's threads (each process would otherwise start one per core, and the
+    oversubscribed model tests crawl). PostgreSQL needs nothing here: pytest-django already
+    names each worker's test database ``..._gw<index>``.
     """
     base_dir = environ.get("DATA_DIR") or str(ROOT / "data")
     env = {"DATA_DIR": str(Path(base_dir) / f"gw{index}")}
+    if "OMP_NUM_THREADS" not in environ:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     if redis_url := environ.get("REDIS_URL"):
         head, _, db = redis_url.rstrip("/").rpartition("/")
         if not db.isdigit() or head.endswith(":/"):  # redis://host:port (no DB) is DB 0
@@ -53,7 +57,15 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
     """Set each worker's isolation in its environment before it starts, since Django's
     settings read REDIS_URL and DATA_DIR once, before any conftest of the worker runs."""
     for spec in specs:
-        spec.env.update(xdist_worker_env(int(spec.id.removeprefix("gw")), os.environ))
+        index = int(spec.id.removeprefix("gw"))
+        spec.env.update(xdist_worker_env(index, len(specs), os.environ))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests (a real model, minutes each) first: under xdist they start at once and
+    the other worker takes the many short tests meanwhile, instead of one of them being
+    the last thing left to wait for. A stable sort: the rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _unavailable(reason: str) -> None:

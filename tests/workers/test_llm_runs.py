@@ -95,6 +95,7 @@ def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.celery_worker
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # about 300 s on two loaded cores
 def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
     stack_pg,
