@@ -30,6 +30,8 @@ run: $(VENV)/.installed
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
 	$(PY) -m daphne -b $(HOST) -p $(PORT) workers.embedded:application
 
+# Two xdist workers, each on its own test database, Redis DB and data folder;
+# `PYTEST_WORKERS=0 make test` runs the suite serially. The 25 slowest tests print last.
 test: $(VENV)/.field-installed
 	bash scripts/test.sh
 

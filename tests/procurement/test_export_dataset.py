@@ -23,7 +23,6 @@ from procurement.models import Episode, PolicyConfig, Scenario
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
 from procurement.services.scenarios import scenario_copy
-from tests.llm_models import build_tiny_model
 
 pytestmark = pytest.mark.django_db
 
@@ -202,11 +201,6 @@ def test_an_unwritable_output_is_a_clear_error(played, tmp_path) -> None:
     with pytest.raises(CommandError, match="is a directory"):
         export("--output", str(tmp_path))
     assert list(tmp_path.iterdir()) == []
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2")
 
 
 @pytest.mark.django_db(transaction=True)  # an LLM episode hands its connection back

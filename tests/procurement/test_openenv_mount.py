@@ -23,6 +23,8 @@ from negotiation.interfaces.session import TrainingSession
 from negotiation.policies import get_policy
 from tests.browser import PASSWORD, EmbeddedSite
 
+pytestmark = pytest.mark.xdist_group("openenv_mount")  # one site for the module
+
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 60.0}  # first use imports openenv
 
 

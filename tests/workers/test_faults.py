@@ -25,7 +25,12 @@ from tests.conftest import ROOT
 from tests.servers import PostgresServer, free_port, wait_port
 from tests.workers.fault_stack import PASSWORD, Stack, wait_until
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.celery_worker]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.celery_worker,
+    pytest.mark.xdist_group("fault_stack"),  # one worker: one private PostgreSQL (stack_pg)
+]
 
 
 @pytest.fixture

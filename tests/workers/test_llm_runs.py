@@ -23,15 +23,9 @@ from procurement.services.episodes import episode_create
 from procurement.services.live import event_content
 from procurement.services.scenarios import scenario_copy
 from procurement.services.sweeps import sweep_create
-from tests.llm_models import build_tiny_model
 from tests.workers.helpers import assert_contiguous_decisions, seeded
 
 LLM_ACTORS = {"llm", "fallback:expert"}
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2"))
 
 
 def _llm_world(model: str, *, mode: str = "free") -> tuple[Scenario, PolicyConfig]:
@@ -64,7 +58,7 @@ def _assert_llm_decisions(episode: Episode) -> None:
 def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) -> None:
     from workers.inprocess import get_runner
 
-    scenario, llm = _llm_world(tiny_model)
+    scenario, llm = _llm_world(str(tiny_model))
     expert = PolicyConfig.objects.get(name="expert")
     sweep = sweep_create(scenarios=[scenario], policies=[llm, expert], seeds=6)
     assert get_runner().join(timeout=600)
@@ -74,7 +68,7 @@ def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) ->
         _assert_llm_decisions(cell.episode)
     # the six LLM cells (buyers and suppliers) shared batches: far fewer model calls than
     # requests, and batches of up to every live episode
-    batcher = shared_batcher(LLMSpec("transformers", tiny_model))
+    batcher = shared_batcher(LLMSpec("transformers", str(tiny_model)))
     stats = batcher.inner.stats
     assert stats.requests > stats.calls and max(stats.batch_sizes) >= 6
 
@@ -84,7 +78,7 @@ def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) ->
 def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None:
     from workers.inprocess import get_runner
 
-    scenario, narrator = _llm_world(tiny_model, mode="narrator")
+    scenario, narrator = _llm_world(str(tiny_model), mode="narrator")
     episode = episode_create(scenario=scenario, policy=narrator, seed=3)
     assert get_runner().join(timeout=300)
     episode.refresh_from_db()
@@ -101,6 +95,7 @@ def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.celery_worker
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # about 300 s on two loaded cores
 def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
     stack_pg,
