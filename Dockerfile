@@ -11,4 +11,4 @@ RUN DATABASE_URL=sqlite:////tmp/build.sqlite3 \
     SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
     python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "procurement.asgi:application"]
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]

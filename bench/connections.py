@@ -2,7 +2,7 @@
 old connection settings (persistent per-thread connections, ``CONN_MAX_AGE=60``) and the
 new ones (psycopg's pool, ``DB_POOL_*`` defaults).
 
-    .venv/bin/python bench/connections.py [--clients 200] [--max-connections 30]
+    .venv/bin/python -m bench.connections [--clients 200] [--max-connections 30]
 
 Starts its own PostgreSQL (tests/servers.py) on a spare port, so it needs the server
 binaries but no running database. Prints, per setting: answers by status, 5xx count,
@@ -13,15 +13,10 @@ the connections still open 2 s after the burst and /healthz then.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests import load  # noqa: E402
-from tests.servers import PostgresServer  # noqa: E402
+from tests import load
+from tests.servers import PostgresServer
 
 SETTINGS = {
     "before: CONN_MAX_AGE=60, no pool": {"DB_POOL_MAX_SIZE": "0", "CONN_MAX_AGE": "60"},

@@ -23,12 +23,11 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from negotiation import run_episode
+from negotiation.evaluation import headless_policies
+from negotiation.stats import bootstrap_mean_ci
 
-from negotiation import run_episode  # noqa: E402 (after the path)
-from negotiation.evaluation import headless_policies  # noqa: E402
-from negotiation.stats import bootstrap_mean_ci  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_PRESETS = (
     "easy_negotiation",

@@ -1,10 +1,10 @@
 """Benchmark: a decision persisted -> received by N concurrent WebSocket clients, through
 daphne and channels-redis on loopback, as the dashboard receives it.
 
-    .venv/bin/python bench/live.py [--clients 100 1000] [--step-delay 0.02]
+    .venv/bin/python -m bench.live [--clients 100 1000] [--step-delay 0.02]
 
 Starts its own PostgreSQL and Redis (tests/servers.py) and a daphne serving
-procurement.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
+config.asgi in full mode, logs in once, connects N clients to /ws/episodes/ID/ (each
 with the session cookie), then plays a real episode (hard_arena, expert) through the
 production runner in a separate process, as a worker would (in the clients' process its
 Python would compete with theirs for one interpreter lock): each decision is stored (COPY)
@@ -28,11 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests import load
+from tests.servers import PostgresServer, RedisServer
 
-from tests import load  # noqa: E402
-from tests.servers import PostgresServer, RedisServer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -163,8 +162,8 @@ def play_apart(episode_id: int) -> None:
     """Run the stored episode in its own process, as a worker would."""
     code = (
         "import django, sys; django.setup(); "
-        "from procurement.services.episode_runner import run_stored_episode; "
-        "run_stored_episode(int(sys.argv[1]))"
+        "from procurement.services.episode_runner import episode_run; "
+        "episode_run(episode_id=int(sys.argv[1]))"
     )
     subprocess.run([sys.executable, "-c", code, str(episode_id)], cwd=ROOT, check=True)
 
@@ -178,14 +177,14 @@ def run(
 
     django.setup()
     from procurement.models import Decision, PolicyConfig, Scenario
-    from procurement.services.episodes import start_episode
+    from procurement.services.episodes import episode_create
 
     web = load.WebProcess(database_url, REDIS_URL=redis.url(0))
     try:
         session = load.login(web.url)
         print(f"daphne on {web.url}, channels-redis on {redis.url(0)}")
         for n in clients:
-            episode = start_episode(
+            episode = episode_create(
                 scenario=Scenario.objects.get(name="hard_arena"),
                 policy=PolicyConfig.objects.get(name="expert"),
                 seed=n,

@@ -24,11 +24,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from negotiation.llm import ChatMessage, ChatRequest, LLMBackend
 from negotiation.llm.registry import get_backend
@@ -134,7 +130,7 @@ def play(
     backend: LLMBackend, seeds: list[int], *, concurrent: bool, max_steps: int
 ) -> tuple[TimedBackend, list]:
     from negotiation import get_policy, load_scenario, run_episode
-    from negotiation.llm.concurrent import run_episodes_concurrently
+    from negotiation.interfaces.concurrent import run_episodes_concurrently
 
     timed = TimedBackend(backend)
     scenario = load_scenario("llm_bilateral", **({"max_steps": max_steps} if max_steps else {}))

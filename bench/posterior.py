@@ -27,22 +27,17 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from quality import make_buyer, regenerate_tactics, scenario
 
-from quality import make_buyer, regenerate_tactics, scenario  # noqa: E402 (after the path)
-
-from negotiation import ProcurementEnv  # noqa: E402
-from negotiation.policies.expert import posterior  # noqa: E402
-from negotiation.policies.expert.policy import posterior_inputs  # noqa: E402
-from negotiation.policies.lookahead import lowest_accepted  # noqa: E402
+from negotiation import ProcurementEnv
+from negotiation.policies.expert import posterior
+from negotiation.policies.expert.policy import posterior_inputs
+from negotiation.policies.lookahead import lowest_accepted
 
 PRESETS = ("bilateral", "bilateral_cooperative", "bilateral_deceptive", "bilateral_distressed")
 FAMILIES = ("rule", "mixed")
@@ -67,11 +62,15 @@ def closing_reading(env: ProcurementEnv, obs) -> dict[str, float] | None:
     top, offer = float(lines.max()), closing.offer
     key = (th.supplier_id, th.requirement_id)
     true = lowest_accepted(
-        env.th_hidden[key], env.hidden[th.supplier_id], T + 1, env.week, th.counter_price
+        env.world.th_hidden[key],
+        env.world.hidden[th.supplier_id],
+        T + 1,
+        env.world.week,
+        th.counter_price,
     )
     if true is None:
         return None
-    cost = env.th_hidden[key].cost
+    cost = env.world.th_hidden[key].cost
     return {
         "covered": float(offer >= true),
         "spread": top / true - 1.0,

@@ -24,7 +24,7 @@ Supplier families (``--families``; tables per family and preset):
   mixed   HELD OUT: the same presets, but right after reset every supplier's concession
           tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
   field   HELD OUT from tuning: the "bilateral" preset with each field persona
-          (negotiation/field.py, third-party negotiators; needs the optional negmas
+          (negotiation/suppliers/field.py, third-party negotiators; needs the optional negmas
           packages, skipped otherwise). Two rules for sellers the model does not explain
           were designed with them in view, no number fitted to them: the halfway offer at
           the seller's patience and the trend of its concessions (beliefs.trend_offer)
@@ -54,18 +54,19 @@ from typing import Any
 
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from negotiation import (  # noqa: E402
+from negotiation import (
     ProcurementEnv,
     get_policy,
     list_policies,
     list_presets,
     load_scenario,
 )
-from negotiation.policies.base import Policy  # noqa: E402
-from negotiation.stats import MeanCI, bootstrap_mean_ci  # noqa: E402
+from negotiation.policies.base import Policy
+from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
+from negotiation.stats import MeanCI, bootstrap_mean_ci
+from negotiation.suppliers.field import available_field_strategies
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PRESETS = (
     "bilateral_cooperative",
@@ -96,12 +97,7 @@ FIELD_PRESET = "bilateral"  # the preset the field personas play
 
 def field_strategies() -> tuple[list[str], str | None]:
     """(the field personas that can play here, why none can)."""
-    try:
-        from negotiation.field import available_field_strategies
-
-        names = list(available_field_strategies())
-    except ImportError as exc:
-        return [], f"negotiation.field is not importable ({exc})"
+    names = list(available_field_strategies())
     if not names:
         return [], "no field strategy is available (the optional negmas packages are missing)"
     return names, None
@@ -112,16 +108,16 @@ def regenerate_tactics(env: ProcurementEnv, rng: random.Random) -> None:
     (the held-out "mixed" family). Patience, prices, insult and reliability are kept;
     threads already open take the new beta too (none are open right after reset), later
     threads take it from SupplierHidden when they open."""
-    for sid in sorted(env.hidden):
-        h = env.hidden[sid]
+    for sid in sorted(env.world.hidden):
+        h = env.world.hidden[sid]
         h.time_weight = rng.uniform(0.1, 0.95)
         h.reciprocity = rng.uniform(0.2, 2.0)
         h.tft_window = rng.randint(1, 4)
         h.stall_rounds = rng.randint(2, 5)
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))
         h.quarter_pressure = rng.uniform(0.0, 0.9)
-    for (sid, _rid), th in env.th_hidden.items():
-        th.beta = env.hidden[sid].beta
+    for (sid, _rid), th in env.world.th_hidden.items():
+        th.beta = env.world.hidden[sid].beta
 
 
 def scenario(family: str, preset: str):
@@ -133,12 +129,8 @@ def scenario(family: str, preset: str):
     return load_scenario(preset)
 
 
-def oracle_class(name: str = ORACLE) -> type[Policy] | None:
-    """An oracle's class, or None while its module cannot be imported."""
-    try:
-        from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
-    except ImportError:
-        return None
+def oracle_class(name: str = ORACLE) -> type[Policy]:
+    """An oracle's class."""
     return SafeOpenOraclePolicy if name == SAFE_ORACLE else OraclePolicy
 
 
@@ -146,10 +138,7 @@ def make_buyer(name: str, seed: int) -> Policy:
     """A fresh buyer for one episode: an oracle (not in the public registry) or a
     registered policy."""
     if name in ORACLES:
-        cls = oracle_class(name)
-        if cls is None:
-            raise RuntimeError("negotiation.policies.oracle is not importable")
-        return cls(seed=seed)
+        return oracle_class(name)(seed=seed)
     return get_policy(name, seed=seed)
 
 
@@ -347,9 +336,6 @@ def main() -> None:
     for p in policies:
         if p not in ORACLES and p not in list_policies():
             ap.error(f"unknown policy '{p}'")
-    if oracle_class() is None:
-        print("note: negotiation.policies.oracle is not importable yet; the oracles are skipped")
-        policies = [p for p in policies if p not in ORACLES]
     strategies, why_not = field_strategies()
     if args.families is None:
         families = ["rule", "mixed"] + (["field"] if strategies else [])

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = "arena_bench"
@@ -33,7 +32,7 @@ ENV = {
     "PYTHONPATH": str(ROOT),
 }
 os.environ.update(ENV)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procurement.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -83,12 +82,12 @@ def main() -> None:
 
     django.setup()
     from procurement.models import Decision, PolicyConfig, Scenario, SweepStatus
-    from procurement.services.scenarios import seed_presets
-    from procurement.services.sweeps import create_sweep
+    from procurement.services.scenarios import presets_seed
+    from procurement.services.sweeps import sweep_create
     from workers import app
     from workers.commands import worker_argv
 
-    seed_presets()
+    presets_seed()
     app.control.purge()
     worker = subprocess.Popen(
         worker_argv("cpu", concurrency=args.workers, name="bench", loglevel="WARNING"),
@@ -111,7 +110,7 @@ def main() -> None:
         policy = PolicyConfig.objects.get(name=args.policy)
         peak_mb = 0.0
         started = time.perf_counter()
-        sweep = create_sweep(scenarios=[scenario], policies=[policy], seeds=args.episodes)
+        sweep = sweep_create(scenarios=[scenario], policies=[policy], seeds=args.episodes)
         while True:
             peak_mb = max(peak_mb, rss_mb(worker_pids(worker)))
             sweep.refresh_from_db()

@@ -3,7 +3,7 @@
     .venv/bin/python docs/train_grpo.py --steps 2 --scenario bilateral --seeds 0-3
 
 The model plays whole episodes by calling the seven actions as tools
-(negotiation/trl_env.py); its reward is the engine's final episode score. A few steps on
+(negotiation/interfaces/trl_env.py); its reward is the engine's final episode score. A few steps on
 a CPU only show that the loop runs; real training needs a GPU, many more steps and a
 model that already writes tool calls well (see docs/training.md).
 
@@ -20,11 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -46,7 +43,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     from negotiation.config import TIERS
-    from negotiation.session import rule_presets
+    from negotiation.interfaces.session import rule_presets
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=2, help="optimizer steps (default 2)")
@@ -75,8 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template, supports_tool_calling
 
+    from negotiation.interfaces.trl_env import ProcurementToolEnv, dataset_rows
     from negotiation.llm.models import resolve_model
-    from negotiation.trl_env import ProcurementToolEnv, dataset_rows
 
     started = time.perf_counter()
     folder = resolve_model(args.model)  # converts the GGUF once, then loads from the cache

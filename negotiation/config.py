@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from . import field as _field  # the field personas' names; negmas itself is imported lazily
+from .suppliers import (
+    field as _field,  # the field personas' names; negmas itself is imported lazily
+)
 
 PERSONAS: tuple[str, ...] = ("cooperative", "hardball", "deceptive", "distressed")
 # Field personas (field.py): third-party negotiators playing suppliers, each on the hidden
@@ -427,6 +429,11 @@ class ScenarioConfig(BaseModel):
         ),
     )
 
+    def plays_llm_suppliers(self) -> bool:
+        """Whether a language model plays any supplier: ``supplier_llm`` names personas (a
+        spec with none leaves every supplier a rule or field persona)."""
+        return self.supplier_llm is not None and bool(self.supplier_llm.personas)
+
     @model_validator(mode="after")
     def _cross_field(self) -> ScenarioConfig:
         errs = cross_field_errors(self)
@@ -444,7 +451,7 @@ class ScenarioConfig(BaseModel):
 
 def cross_field_errors(cfg: ScenarioConfig) -> list[dict[str, str]]:
     """Checks that involve several fields or values pydantic cannot express alone."""
-    from .catalogue import catalogue_for, get_catalogue  # local: loaded lazily
+    from .world.catalogue import catalogue_for, get_catalogue  # local: loaded lazily
 
     errs: list[dict[str, str]] = []
 

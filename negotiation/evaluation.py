@@ -35,7 +35,7 @@ from .config import TIERS, ScenarioConfig, ScenarioValidationError
 from .curriculum import apply_tier
 from .policies import MEASUREMENT_ONLY, get_policy, list_policies
 from .runner import run_episode
-from .scenarios import LLM_PRESETS, list_presets, load_scenario
+from .scenarios import list_presets, load_scenario
 from .stats import bootstrap_mean_ci, mean_ci
 
 # Policies that cannot play a headless evaluation, and why.
@@ -143,7 +143,7 @@ def build_spec(
                 msg = f"Unknown scenario '{name}'; use 'all' or one of {', '.join(_known(custom))}."
             errors.append({"field": "scenarios", "message": msg})
             continue
-        if cfg.supplier_llm is not None or name in LLM_PRESETS:
+        if cfg.plays_llm_suppliers():
             errors.append(
                 {
                     "field": "scenarios",

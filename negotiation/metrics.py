@@ -7,34 +7,34 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .env import ProcurementEnv
+    from .world.state import World
 
 
-def compute_metrics(env: ProcurementEnv, score: float) -> dict[str, float | int]:
-    reqs = env.requirements
+def compute_metrics(world: World, score: float) -> dict[str, float | int]:
+    reqs = world.requirements
     n = len(reqs)
     fulfilled = [r for r in reqs if r.status == "fulfilled"]
     crit = [r for r in reqs if r.critical]
     crit_ok = [r for r in crit if r.status == "fulfilled"]
-    awarded = [c for c in env.contracts]
+    awarded = [c for c in world.contracts]
     dealt = {c.requirement_id for c in awarded}
     shares = []
     mkt_val = paid = 0.0
     rounds = []
     for c in awarded:
-        r = env.req_by_id[c.requirement_id]
-        cost = env.th_hidden[(c.supplier_id, c.requirement_id)].cost
+        r = world.req_by_id[c.requirement_id]
+        cost = world.th_hidden[(c.supplier_id, c.requirement_id)].cost
         span = r.ceiling_unit_price - cost
         sh = (r.ceiling_unit_price - c.unit_price) / span if span > 1e-9 else 0.0
         shares.append(min(1.0, max(0.0, sh)))
         mkt_val += c.market_price * c.quantity
         paid += c.unit_price * c.quantity
-        rounds.append(len(env.threads[(c.supplier_id, c.requirement_id)].rounds))
-    zopa_reqs = [r for r in reqs if env.zopa.get(r.id)]
+        rounds.append(len(world.threads[(c.supplier_id, c.requirement_id)].rounds))
+    zopa_reqs = [r for r in reqs if world.zopa.get(r.id)]
     mutual = [r for r in zopa_reqs if r.id not in dealt and r.status != "fulfilled"]
-    steps = env.steps_taken
-    cnt = env.counters
-    spent = sum(c.unit_price * c.delivered_quantity for c in env.contracts) + cnt["holding_costs"]
+    steps = world.steps_taken
+    cnt = world.counters
+    spent = sum(c.unit_price * c.delivered_quantity for c in world.contracts) + cnt.holding_costs
     return {
         "score": round(score, 6),
         "fulfilment_rate": len(fulfilled) / n if n else 0.0,
@@ -48,30 +48,30 @@ def compute_metrics(env: ProcurementEnv, score: float) -> dict[str, float | int]
         "deal_rate": len(dealt) / n if n else 0.0,
         "mutual_loss": len(mutual) / len(zopa_reqs) if zopa_reqs else 0.0,
         "rounds_per_deal": sum(rounds) / len(rounds) if rounds else 0.0,
-        "invalid_action_rate": cnt["invalid_actions"] / steps if steps else 0.0,
-        "invalid_actions": cnt["invalid_actions"],
-        "malformed_actions": cnt["malformed_actions"],
-        "total_invalid_penalty": round(float(cnt["total_invalid_penalty"]), 6),
-        "budget_utilisation": spent / env.budget_total if env.budget_total > 0 else 0.0,
+        "invalid_action_rate": cnt.invalid_actions / steps if steps else 0.0,
+        "invalid_actions": cnt.invalid_actions,
+        "malformed_actions": cnt.malformed_actions,
+        "total_invalid_penalty": round(float(cnt.total_invalid_penalty), 6),
+        "budget_utilisation": spent / world.budget_total if world.budget_total > 0 else 0.0,
         "spend": round(spent, 2),
-        "escalations": cnt["escalations"],
-        "hedges": cnt["hedges"],
-        "deferrals": cnt["deferrals"],
-        "contracts": len(env.contracts),
-        "walk_aways": cnt["walk_aways"],
-        "late_deliveries": cnt["late_deliveries"],
-        "partial_deliveries": cnt["partial_deliveries"],
-        "defaults": cnt["defaults"],
-        "rival_bookings": cnt["rival_bookings"],
-        "disruptions": cnt["disruptions"],
-        "negotiation_rounds": cnt["negotiation_rounds"],
+        "escalations": cnt.escalations,
+        "hedges": cnt.hedges,
+        "deferrals": cnt.deferrals,
+        "contracts": len(world.contracts),
+        "walk_aways": cnt.walk_aways,
+        "late_deliveries": cnt.late_deliveries,
+        "partial_deliveries": cnt.partial_deliveries,
+        "defaults": cnt.defaults,
+        "rival_bookings": cnt.rival_bookings,
+        "disruptions": cnt.disruptions,
+        "negotiation_rounds": cnt.negotiation_rounds,
         "steps": steps,
-        "weeks_played": env.week,
-        "guard_interventions": cnt["guard_interventions"],
+        "weeks_played": world.week,
+        "guard_interventions": cnt.guard_interventions,
         # Supplier LLMs are counted here; the runner adds the buyer's own counts.
-        "supplier_llm_decisions": cnt["supplier_llm_decisions"],
-        "supplier_llm_parse_failures": cnt["supplier_llm_parse_failures"],
-        "supplier_llm_fallbacks": cnt["supplier_llm_fallbacks"],
-        "llm_parse_failures": cnt["supplier_llm_parse_failures"],
-        "llm_fallbacks": cnt["supplier_llm_fallbacks"],
+        "supplier_llm_decisions": cnt.supplier_llm_decisions,
+        "supplier_llm_parse_failures": cnt.supplier_llm_parse_failures,
+        "supplier_llm_fallbacks": cnt.supplier_llm_fallbacks,
+        "llm_parse_failures": cnt.supplier_llm_parse_failures,
+        "llm_fallbacks": cnt.supplier_llm_fallbacks,
     }

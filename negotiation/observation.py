@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .records import (
+from .world.records import (
     ContractRecord,
     Event,
     FrozenDict,
@@ -23,7 +23,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .env import ProcurementEnv
+    from .world.state import World
 
 EVENTS_IN_OBS = 25
 # Distinguishes episodes (and environments) for policies that cache per episode.
@@ -112,36 +112,36 @@ class Observation(NamedTuple):
         }
 
 
-def observe(env: ProcurementEnv) -> Observation:
-    """The current public state as an Observation (see the module docstring)."""
-    cfg = env.cfg
-    done = env.done
+def observe(world: World, *, done: bool, last_action: FrozenDict, episode_key: int) -> Observation:
+    """The current public state of ``world`` as an Observation (see the module docstring);
+    the episode loop adds whether it is over, the last action's validity and its key."""
+    cfg = world.cfg
     return Observation(
-        env.steps_taken,
-        env.week,
+        world.steps_taken,
+        world.week,
         cfg.weeks,
         cfg.actions_per_week,
-        0 if done else cfg.actions_per_week - env.slot,
-        env.escalations_left,
-        env.budget_total,
-        env.budget_committed,
-        env.budget_total - env.budget_committed,
-        tuple([r._snap or r.snapshot() for r in env.requirements]),
-        tuple([s._snap or s.snapshot() for s in env.suppliers]),
-        FrozenDict({k: t._snap or t.snapshot() for k, t in env.threads.items()}),
-        tuple([c._snap or c.snapshot() for c in env.contracts]),
-        tuple([p._snap or p.snapshot() for p in env.prs]),
-        FrozenDict(env.market.index),
-        tuple(env.events[-EVENTS_IN_OBS:]),
-        env.last_action,  # already read-only (env.step builds it)
+        0 if done else cfg.actions_per_week - world.slot,
+        world.escalations_left,
+        world.budget_total,
+        world.budget_committed,
+        world.budget_total - world.budget_committed,
+        tuple([r._snap or r.snapshot() for r in world.requirements]),
+        tuple([s._snap or s.snapshot() for s in world.suppliers]),
+        FrozenDict({k: t._snap or t.snapshot() for k, t in world.threads.items()}),
+        tuple([c._snap or c.snapshot() for c in world.contracts]),
+        tuple([p._snap or p.snapshot() for p in world.prs]),
+        FrozenDict(world.market.index),
+        tuple(world.events[-EVENTS_IN_OBS:]),
+        last_action,  # already read-only (env.step builds it)
         done,
-        env.max_rounds,
-        env.seller_cost,
+        world.max_rounds,
+        world.seller_cost,
         cfg.pr_threshold,
         cfg.pr_lead_weeks,
         cfg.pr_guardrail,
         cfg.quote_validity_weeks,
         cfg.max_deferrals,
-        env.seed,
-        env.episode_key,
+        world.seed,
+        episode_key,
     )

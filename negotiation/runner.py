@@ -8,10 +8,10 @@ from typing import Any
 
 from .config import ScenarioConfig
 from .env import ProcurementEnv, StepResult
-from .llm.backend import LLMBackend
 from .policies import Policy, get_policy
 from .policies.base import POLICY_DECISION, DecisionMeta
 from .scenarios import load_scenario
+from .suppliers.cast import ModelBackend
 
 
 @dataclass(slots=True)
@@ -86,7 +86,7 @@ def run_episode(
     on_step: Callable[[StepRecord], None] | None = None,
     record_steps: bool = True,
     actions_prefix: list[Any] | None = None,
-    llm_backend: LLMBackend | None = None,
+    llm_backend: ModelBackend | None = None,
 ) -> EpisodeResult:
     """Run to done. `actions_prefix` replays stored actions first (resume after a crash),
     then the policy continues from the resulting observation. `llm_backend` serves the
@@ -130,21 +130,21 @@ def record_step(
 ) -> tuple[StepResult, StepRecord]:
     """Take one step and describe it for the record: the engine's outcome, who decided,
     the step's guard repairs and LLM supplier failures, and who answered."""
-    counters = env.counters
-    guard0 = counters["guard_interventions"]
-    parse0 = counters["supplier_llm_parse_failures"]
-    fallback0 = counters["supplier_llm_fallbacks"]
-    week = env.week
+    counters = env.world.counters
+    guard0 = counters.guard_interventions
+    parse0 = counters.supplier_llm_parse_failures
+    fallback0 = counters.supplier_llm_fallbacks
+    week = env.world.week
     res = env.step(action)
     info = res.info
-    if counters["supplier_llm_fallbacks"] > fallback0:  # flag the step too
-        parsed = counters["supplier_llm_parse_failures"] == parse0
+    if counters.supplier_llm_fallbacks > fallback0:  # flag the step too
+        parsed = counters.supplier_llm_parse_failures == parse0
         decision = replace(
             decision,
             llm_fallback=True,
             llm_parse_failure=decision.llm_parse_failure or not parsed,
         )
-    sup_actor = env.step_supplier_actor
+    sup_actor = env.world.step_supplier_actor
     if sup_actor is None and info["response"] is not None:
         sup_actor = "rule"
     record = StepRecord(
@@ -159,7 +159,7 @@ def record_step(
         info["events"],
         info["state"],
         decision,
-        int(counters["guard_interventions"] - guard0),
+        int(counters.guard_interventions - guard0),
         sup_actor,
     )
     return res, record

@@ -163,11 +163,6 @@ def _preset(name: str) -> dict[str, Any]:
     return PRESETS[name]
 
 
-def preset_dict(name: str) -> dict[str, Any]:
-    """A preset as a dict of the caller's own to edit."""
-    return copy.deepcopy(_preset(name))
-
-
 def load_scenario(spec: str | dict | ScenarioConfig, **overrides: Any) -> ScenarioConfig:
     """A preset name, a dict (e.g. cfg.model_dump(mode="json")) or a ScenarioConfig."""
     if isinstance(spec, ScenarioConfig) and not overrides:

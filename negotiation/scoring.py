@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .env import ProcurementEnv
+    from .world.state import World
 
 FULFIL = 0.6
 VALUE = 0.4
@@ -45,10 +45,10 @@ def contract_value(ceiling: float, reference: float, price: float) -> float:
     return -1.0 if v < -1.0 else 1.0 if v > 1.0 else v
 
 
-def requirement_value(env: ProcurementEnv, rid: str, delivered_only: bool) -> float:
-    r = env.req_by_id[rid]
+def requirement_value(world: World, rid: str, delivered_only: bool) -> float:
+    r = world.req_by_id[rid]
     num = den = 0.0
-    for c in env.contracts_by_req[rid]:
+    for c in world.contracts_by_req[rid]:
         if delivered_only:
             q = c.delivered_quantity
         else:
@@ -60,31 +60,31 @@ def requirement_value(env: ProcurementEnv, rid: str, delivered_only: bool) -> fl
     return num / den if den > 0 else 0.0
 
 
-def running_score(env: ProcurementEnv) -> float:
-    cfg = env.cfg
+def running_score(world: World) -> float:
+    cfg = world.cfg
     total = 0.0
     wsum = 0.0
-    for r in env.requirements:
+    for r in world.requirements:
         w = 2.0 if r.critical else 1.0
         wsum += w
         st = r.status
         if st == "fulfilled":
-            c = FULFIL + VALUE * requirement_value(env, r.id, True)
+            c = FULFIL + VALUE * requirement_value(world, r.id, True)
         elif st == "failed":
             f = min(1.0, r.delivered / r.quantity)
             c = -cfg.failure_cost * (1.0 - f)
             if f > 0.0:
-                c += 0.5 * f * (FULFIL + VALUE * requirement_value(env, r.id, True))
+                c += 0.5 * f * (FULFIL + VALUE * requirement_value(world, r.id, True))
         else:
             covered = r.delivered + r.pending
             if covered <= 0:
                 continue
             p = min(1.0, covered / r.quantity)
-            c = 0.5 * p * (FULFIL + VALUE * requirement_value(env, r.id, False))
+            c = 0.5 * p * (FULFIL + VALUE * requirement_value(world, r.id, False))
         total += w * c
     s = total / wsum if wsum > 0 else 0.0
     s -= (
-        cfg.deferral_cost * env.counters["deferrals"]
-        + cfg.escalation_cost * env.counters["escalations"]
+        cfg.deferral_cost * world.counters.deferrals
+        + cfg.escalation_cost * world.counters.escalations
     )
     return 0.0 if s < 0.0 else 1.0 if s > 1.0 else s

@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from negotiation.config import TIERS
 from procurement import scenario_form
+from procurement.errors import ApplicationError
 from procurement.limits import JSONInputField
 from procurement.models import (
     Decision,
@@ -24,11 +25,12 @@ from procurement.models import (
     Sweep,
     SweepCell,
 )
+from procurement.selectors.policies import policy_by_name
+from procurement.selectors.references import in_use_message
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
-from procurement.services.protection import in_use_message
-from procurement.services.quotas import QuotaExceeded
+from procurement.validators import known_policies, validate_scenario_config
 
 admin.site.site_header = "Procurement Arena"
 admin.site.site_title = "Procurement Arena admin"
@@ -86,7 +88,7 @@ class _ScenarioAdminFormBase(forms.ModelForm):
                 selected[key] = list(cleaned.get(field) or [])
                 config[key] = [CATALOGUE_SPECS[key](entry) for entry in selected[key]]
         try:
-            self.validated_config = scenario_services.validate_scenario_config(config)
+            self.validated_config = validate_scenario_config(config)
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 target, label = self._error_target(field, selected)
@@ -117,7 +119,9 @@ def _copy_at_tier(tier: str):
     def action(modeladmin, request, queryset) -> None:
         for scenario in queryset:
             try:
-                copy = scenario_services.copy_scenario(scenario, user=request.user, tier=tier)
+                copy = scenario_services.scenario_copy(
+                    source=scenario, user=request.user, tier=tier
+                )
             except ValidationError as exc:
                 modeladmin.message_user(request, "; ".join(exc.messages), messages.ERROR)
                 return
@@ -180,21 +184,25 @@ class ScenarioAdmin(ProtectResultsAdmin):
         return super().has_delete_permission(request, obj)
 
     def delete_model(self, request, obj) -> None:
-        scenario_services.delete_scenario(obj)
+        scenario_services.scenario_delete(scenario=obj)
 
     def save_model(self, request, obj, form, change) -> None:
         config = form.validated_config
         if change:
-            scenario_services.update_scenario(obj, config=config, description=obj.description)
-        else:
-            obj.config = config
-            obj.created_by = request.user
-            obj.save()
+            scenario_services.scenario_update(
+                scenario=obj, config=config, description=obj.description
+            )
+            return
+        created = scenario_services.scenario_create(
+            name=obj.name, config=config, description=obj.description, user=request.user
+        )
+        obj.pk = created.pk  # the form saves the catalogue selections onto this row
+        obj.refresh_from_db()
 
     @admin.action(description="Copy selected scenarios (editable copies)")
     def copy_selected(self, request, queryset) -> None:
         for scenario in queryset:
-            copy = scenario_services.copy_scenario(scenario, user=request.user)
+            copy = scenario_services.scenario_copy(source=scenario, user=request.user)
             self.message_user(request, f"Copied {scenario.name} to {copy.name}.")
 
     def get_actions(self, request):
@@ -207,18 +215,17 @@ class ScenarioAdmin(ProtectResultsAdmin):
 
     @admin.action(description="Run an episode now (expert policy, next seed)")
     def run_episode_now(self, request, queryset) -> None:
-        policy = PolicyConfig.objects.filter(name="expert").first()
+        policy = policy_by_name(name="expert")
         if policy is None:
             self.message_user(request, "No 'expert' policy: run seed_presets.", messages.ERROR)
             return
         for scenario in queryset:
-            seed = Episode.objects.filter(scenario=scenario).count()
-            try:
-                episode = episode_services.start_episode(
-                    scenario=scenario, policy=policy, seed=seed, user=request.user
+            try:  # on the next seed this scenario and policy have not played
+                episode = episode_services.episode_create(
+                    scenario=scenario, policy=policy, user=request.user
                 )
-            except QuotaExceeded as exc:
-                self.message_user(request, str(exc), messages.ERROR)
+            except ApplicationError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
                 return
             self.message_user(
                 request,
@@ -227,7 +234,7 @@ class ScenarioAdmin(ProtectResultsAdmin):
                     episode.pk,
                     episode.pk,
                     scenario.name,
-                    seed,
+                    episode.seed,
                 ),
             )
 
@@ -297,8 +304,8 @@ class EvaluationAdmin(ReadOnlyAdmin):
 
 
 class PolicyConfigAdminForm(forms.ModelForm):
-    # A callable: policies registered later (the LLM layer) appear too.
-    policy = forms.ChoiceField(choices=lambda: [(p, p) for p in policy_services.known_policies()])
+    # A callable: read when a form is built, not when the admin is imported.
+    policy = forms.ChoiceField(choices=lambda: [(p, p) for p in known_policies()])
 
     class Meta:
         model = PolicyConfig

@@ -12,22 +12,25 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from procurement.api.errors import http_status
+from procurement.errors import ApplicationError, Forbidden, NotAuthenticated, NotFound
 from procurement.heap import freeze_startup_heap
 from procurement.limits import InputError, decode_json
-from procurement.models import Episode, Sweep
 from procurement.roles import has_role
-from procurement.services import live
-from procurement.services.approvals import approval_payload, pending_approvals
+from procurement.selectors import live
 
-SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
-
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
-CLOSE_NOT_FOUND = 4404
 # The group events a stream forwards to its client as they are (see live.encoded).
 FORWARDED_EVENTS = frozenset(
     {"episode.decisions", "episode.status", "sweep.progress", "episode.approval"}
 )
+
+
+def close_code(refused: ApplicationError) -> int:
+    """The close code of a refusal: 4000 + its HTTP status (4401, 4403, 4404), so the one
+    status table (procurement.api.errors) serves the API and the streams."""
+    return 4000 + http_status(refused)
+
+
 READ_ONLY = (
     "This stream is read-only: use the REST API to act. The one message it takes is "
     '{"type": "resume", "after_step": N}, on an episode stream.'
@@ -43,22 +46,25 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
         # Accept first, then refuse with a close code: a close before accept() becomes an
         # HTTP 403 in daphne, and the browser never sees why.
         await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        if not await database_sync_to_async(has_role)(user, "analyst"):
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        snapshot = await database_sync_to_async(self.snapshot)()
-        if snapshot is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+        try:
+            await database_sync_to_async(self.check_user)()
+            snapshot = await database_sync_to_async(self.snapshot)()
+        except ApplicationError as refused:
+            await self.close(code=close_code(refused))
             return
         # Join before sending the snapshot: an event in between arrives twice at worst
         # (clients key decisions by step), never not at all.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.send_json(snapshot)
         freeze_startup_heap()
+
+    def check_user(self) -> None:
+        """Login and the analyst role, as for the pages: NotAuthenticated or Forbidden."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            raise NotAuthenticated("Log in to watch live streams.")
+        if not has_role(user, "analyst"):
+            raise Forbidden("Your role does not allow this.")
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -84,8 +90,9 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
         await self.send_json({"type": "error", "message": message})
 
     @abstractmethod
-    def snapshot(self) -> dict[str, Any] | None:
-        """The current state to send on connect (and set ``self.group``); None: not found."""
+    def snapshot(self) -> dict[str, Any]:
+        """The current state to send on connect (and set ``self.group``); NotFound when
+        what the path names does not exist."""
 
     async def dispatch(self, message: dict) -> None:
         # Group events go straight out. Channels' dispatch would first run
@@ -109,18 +116,10 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
 
 
 class EpisodeConsumer(LiveStreamConsumer):
-    def snapshot(self) -> dict[str, Any] | None:
-        episode = Episode.objects.filter(pk=self.scope["url_route"]["kwargs"]["episode_id"]).first()
-        if episode is None:
-            return None
-        self.group = episode.group_name
-        latest = list(episode.decisions.order_by("-step")[:SNAPSHOT_DECISIONS])
-        return {
-            "type": "episode.snapshot",
-            "episode": live.episode_payload(episode),
-            "decisions": [live.decision_payload(d) for d in reversed(latest)],
-            "approvals": [approval_payload(a) for a in pending_approvals(episode)],
-        }
+    def snapshot(self) -> dict[str, Any]:
+        episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
+        self.group, snapshot = live.episode_snapshot(episode_id=episode_id)
+        return snapshot
 
     async def resume(self, message: dict) -> None:
         """After a reconnect: the decisions after the client's last step, in order, so
@@ -130,32 +129,25 @@ class EpisodeConsumer(LiveStreamConsumer):
             await self.send_error('"after_step" must be a whole number, -1 for all.')
             return
         episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
-        decisions = await database_sync_to_async(live.decisions_after)(episode_id, after)
+        decisions = await database_sync_to_async(live.decisions_after)(
+            episode_id=episode_id, step=after
+        )
         await self.send_json(
             {"type": "episode.decisions", "episode": episode_id, "decisions": decisions}
         )
 
 
 class SweepConsumer(LiveStreamConsumer):
-    def snapshot(self) -> dict[str, Any] | None:
-        sweep = Sweep.objects.filter(pk=self.scope["url_route"]["kwargs"]["sweep_id"]).first()
-        if sweep is None:
-            return None
-        self.group = sweep.group_name
-        return {"type": "sweep.snapshot", "sweep": live.sweep_payload(sweep)}
+    def snapshot(self) -> dict[str, Any]:
+        sweep_id = self.scope["url_route"]["kwargs"]["sweep_id"]
+        self.group, snapshot = live.sweep_snapshot(sweep_id=sweep_id)
+        return snapshot
 
 
 class OverviewConsumer(LiveStreamConsumer):
-    def snapshot(self) -> dict[str, Any] | None:
-        self.group = live.OVERVIEW_GROUP
-        recent = Episode.objects.filter(sweep__isnull=True).order_by("-created_at")[:20]
-        running = Sweep.objects.filter(status__in=["queued", "running"])[:20]
-        return {
-            "type": "overview.snapshot",
-            "episodes": [live.episode_payload(e) for e in recent],
-            "sweeps": [live.sweep_payload(s) for s in running],
-            "approvals": [approval_payload(a) for a in pending_approvals()],
-        }
+    def snapshot(self) -> dict[str, Any]:
+        self.group, snapshot = live.overview_snapshot()
+        return snapshot
 
 
 class NotFoundConsumer(AsyncJsonWebsocketConsumer):
@@ -163,4 +155,4 @@ class NotFoundConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self) -> None:
         await self.accept()
-        await self.close(code=CLOSE_NOT_FOUND)
+        await self.close(code=close_code(NotFound("No such stream.")))

@@ -14,7 +14,7 @@ come from an allowed host, as the dashboard streams must: a session cookie is am
 without that check any site could open a session in the user's name.
 
 The OpenEnv app (and openenv itself, 4-6 s to import) is built on first use, so that
-importing ``procurement.asgi`` stays light.
+importing ``config.asgi`` stays light.
 """
 
 from __future__ import annotations
@@ -180,6 +180,6 @@ class OpenEnvMount:
 
 
 def _build_openenv_app() -> ASGIApp:
-    from negotiation.openenv_server import build_app
+    from negotiation.interfaces.openenv_server import build_app
 
     return build_app(settings.OPENENV_MAX_SESSIONS)

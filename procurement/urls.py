@@ -1,4 +1,5 @@
-from django.contrib import admin
+"""The app's pages, health check and API (config.urls mounts them at the root)."""
+
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
@@ -16,9 +17,4 @@ urlpatterns = [
     path("evaluations/<int:evaluation_id>/", evaluations.evaluation_detail, name="evaluation-page"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
-    path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
 ]
-
-# Database unavailable (pool timeout, too many clients) is a 503 with Retry-After.
-handler500 = "procurement.views.errors.server_error"

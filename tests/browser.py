@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "data" / "screenshots"
 PASSWORD = "browser-test-password-1234"
-APP = "procurement.asgi:application"
+APP = "workers.embedded:application"
 USERS = {"analyst": "analyst", "ops": "ops", "norole": None}
 CHROMIUM_ARGS = [  # as the machine's probe runs it: no background traffic to a closed network
     "--no-sandbox",
@@ -32,23 +32,23 @@ CHROMIUM_ARGS = [  # as the machine's probe runs it: no background traffic to a 
 SETUP = f"""
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 call_command("migrate", verbosity=0)
 call_command("seed_presets", verbosity=0)
 from negotiation import load_scenario
-from procurement.services.scenarios import create_scenario
+from procurement.services.scenarios import scenario_create
 config = load_scenario("easy_negotiation").model_dump()
-create_scenario(name="approvals_demo", config={{**config, "escalation_approver": "human"}})
+scenario_create(name="approvals_demo", config={{**config, "escalation_approver": "human"}})
 for name, role in {USERS!r}.items():
     if role:
-        create_user(username=name, role=role, password="{PASSWORD}")
+        user_create(username=name, role=role, password="{PASSWORD}")
     else:
         get_user_model().objects.create_user(name, password="{PASSWORD}")
 """
 
 
 class EmbeddedSite:
-    """daphne serving procurement.asgi on a spare port, with its own data folder."""
+    """daphne serving workers.embedded on a spare port, with its own data folder."""
 
     def __init__(self) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="arena-browser-"))

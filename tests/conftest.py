@@ -11,22 +11,66 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
-# The embedded web process resumes stalled runs when procurement.asgi is imported; tests
-# import it too and must not have a reconciler thread racing them (tests that want one
-# start it themselves, or a daphne process with RECONCILE_ON_START=1).
+# The embedded web process resumes stalled runs when workers.embedded is imported; tests
+# must not have a reconciler thread racing them (tests that want one start it themselves,
+# or a daphne process with RECONCILE_ON_START=1).
 os.environ.setdefault("RECONCILE_ON_START", "0")
 
 from django.conf import settings
 
 from workers.commands import worker_argv
+from workers.inprocess import install_local_runner
+
+# Tests play the embedded web process's part: runs started here on the thread runner run
+# in this process's worker thread.
+install_local_runner()
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("ARENA_REQUIRE_SERVICES") == "1"
+
+
+def xdist_worker_env(index: int, workers: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """What xdist worker ``gw<index>`` must not share with its siblings: a Redis DB of its
+    own (Celery's queues, channels-redis groups, health keys), so one worker's celery
+    process never takes another's tasks, a data folder of its own, and its share of the
+    cores for torch's threads (each process would otherwise start one per core, and the
+    oversubscribed model tests crawl). PostgreSQL needs nothing here: pytest-django already
+    names each worker's test database ``..._gw<index>``.
+    """
+    base_dir = environ.get("DATA_DIR") or str(ROOT / "data")
+    env = {"DATA_DIR": str(Path(base_dir) / f"gw{index}")}
+    if "OMP_NUM_THREADS" not in environ:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+    if redis_url := environ.get("REDIS_URL"):
+        head, _, db = redis_url.rstrip("/").rpartition("/")
+        if not db.isdigit() or head.endswith(":/"):  # redis://host:port (no DB) is DB 0
+            head, db = redis_url.rstrip("/"), "0"
+        number = int(db) + index
+        if number > 15:  # Redis' default 16 databases
+            raise pytest.UsageError(f"REDIS_URL {redis_url}: no Redis DB {number} for gw{index}")
+        env["REDIS_URL"] = f"{head}/{number}"
+    return env
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
+    """Set each worker's isolation in its environment before it starts, since Django's
+    settings read REDIS_URL and DATA_DIR once, before any conftest of the worker runs."""
+    for spec in specs:
+        index = int(spec.id.removeprefix("gw"))
+        spec.env.update(xdist_worker_env(index, len(specs), os.environ))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests (a real model, minutes each) first: under xdist they start at once and
+    the other worker takes the many short tests meanwhile, instead of one of them being
+    the last thing left to wait for. A stable sort: the rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _unavailable(reason: str) -> None:
@@ -59,7 +103,7 @@ def worker_env(db_name: str | None = None) -> dict[str, str]:
         db = settings.DATABASES["default"]
         auth = f"{db['USER']}:{db.get('PASSWORD') or ''}"
         env["DATABASE_URL"] = f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db_name}"
-    env.setdefault("SECRET_KEY", settings.SECRET_KEY)
+    env.setdefault("SECRET_KEY", str(settings.SECRET_KEY))
     env["PYTHONPATH"] = str(ROOT)
     return env
 
@@ -77,8 +121,9 @@ class WorkerProcess:
         pool: str = "prefork",
     ) -> None:
         self.name = name
-        self.log_path = ROOT / "data" / f"test-worker-{name}.log"
-        self.log_path.parent.mkdir(exist_ok=True)
+        # DATA_DIR is this xdist worker's own: the fault tests' worker names repeat.
+        self.log_path = Path(settings.DATA_DIR) / f"test-worker-{name}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         cmd = worker_argv(queues, concurrency=concurrency, name=name, pool=pool)
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
@@ -148,6 +193,15 @@ class WorkerProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         self._log.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny GPT-2 of tests/llm_models.py, built once per session (per xdist worker)
+    for every test that plays or serves a language model without loading a real one."""
+    from tests.llm_models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2")
 
 
 @pytest.fixture(scope="session")

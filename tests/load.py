@@ -2,7 +2,7 @@
 it holds meanwhile: shared by the connection load test and bench/connections.py.
 
 Everything here is real: a private PostgreSQL (tests/servers.py), ``manage.py`` to
-migrate it, ``daphne`` serving ``procurement.asgi``, one login through the login form, then
+migrate it, ``daphne`` serving ``workers.embedded``, one login through the login form, then
 N client threads firing at once while a separate connection samples ``pg_stat_activity``.
 """
 
@@ -35,10 +35,10 @@ BURST_PATHS = ("/api/scenarios/", "/api/episodes/", "/healthz")
 
 SETUP = f"""
 from django.core.management import call_command
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 call_command("migrate", verbosity=0)
 call_command("seed_presets", verbosity=0)
-create_user(username="{USERNAME}", role="analyst", password="{PASSWORD}")
+user_create(username="{USERNAME}", role="analyst", password="{PASSWORD}")
 """
 
 
@@ -49,7 +49,7 @@ def app_env(database_url: str, **overrides: str) -> dict[str, str]:
     env.update(
         DATABASE_URL=database_url,
         SECRET_KEY="load-test-key-not-for-production",
-        DJANGO_SETTINGS_MODULE="procurement.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         DATA_DIR=str(ROOT / "data" / "load"),
         LOG_LEVEL="WARNING",
         PYTHONPATH=str(ROOT),
@@ -76,7 +76,9 @@ def prepare_database(pg: PostgresServer) -> str:
 
 
 class WebProcess:
-    """``daphne procurement.asgi:application`` on a spare port, as docker-compose runs it."""
+    """daphne on a spare port serving ``workers.embedded:application``: config.asgi's
+    application plus, since these processes have no Redis (tasks run in a thread), the
+    in-process runner that /healthz reports as the broker."""
 
     def __init__(self, database_url: str, *, port: int | None = None, **env: str) -> None:
         self.port = port or free_port()
@@ -86,7 +88,7 @@ class WebProcess:
         self._log = self.log_path.open("w")
         cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
         self.proc = subprocess.Popen(
-            [*cmd, "procurement.asgi:application"],
+            [*cmd, "workers.embedded:application"],
             cwd=ROOT,
             env=app_env(database_url, **env),
             stdout=self._log,

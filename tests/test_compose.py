@@ -24,10 +24,10 @@ APP_SERVICES = [name for name, svc in SERVICES.items() if "build" in svc]
 
 
 def settings_variables() -> set[str]:
-    """Names of the environment variables procurement/settings.py reads via django-environ."""
-    tree = ast.parse((ROOT / "procurement" / "settings.py").read_text())
+    """Names of the environment variables config/settings/ reads via django-environ."""
+    trees = [ast.parse(p.read_text()) for p in sorted((ROOT / "config" / "settings").glob("*.py"))]
     names = set()
-    for node in ast.walk(tree):
+    for node in (node for tree in trees for node in ast.walk(tree)):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ["openenv", "gradio", "fastmcp", "fastapi", "uvicorn"]
-# The start-up modules of every process role (procurement.wsgi where the project has one).
-START_UP = ["procurement.asgi", "procurement.wsgi", "workers.celery_app", "negotiation"]
+# The start-up modules of every process role (config.wsgi where the project has one).
+START_UP = ["config.asgi", "workers.embedded", "config.wsgi", "workers.celery_app", "negotiation"]
 
 PROBE = """
 import importlib, importlib.util, json, sys
@@ -46,4 +46,4 @@ def test_web_and_worker_start_up_do_not_import_openenv() -> None:
 
 def test_the_probe_sees_openenv_when_the_server_module_is_imported() -> None:
     # The control: the same probe does report openenv once the server module is loaded.
-    assert "openenv" in _loaded_after_importing("negotiation.openenv_server")
+    assert "openenv" in _loaded_after_importing("negotiation.interfaces.openenv_server")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from channels.testing import WebsocketCommunicator
 
-from procurement.asgi import application
+from config.asgi import application
 
 ORIGIN = (b"origin", b"http://localhost")
 

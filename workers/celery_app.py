@@ -5,7 +5,7 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procurement.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("procurement_arena")
 # Every Celery option lives in Django settings under the CELERY_ prefix.
@@ -16,7 +16,7 @@ app.autodiscover_tasks(["workers"], related_name="tasks")
 @worker_ready.connect
 def _start_reconciler(**_: object) -> None:
     """Every worker looks for stalled runs periodically (claims make it safe in many)."""
-    from workers.recovery import start_reconciler
+    from workers.reconciler import start_reconciler
 
     start_reconciler()
 

@@ -1,11 +1,14 @@
 """The embedded default's task runner: worker threads inside the web process.
 
 Tasks run outside the request (the page stays responsive) but in the same process, so the
-in-memory channel layer carries their live events to the page's WebSockets.
+in-memory channel layer carries their live events to the page's WebSockets. The Django
+side hands it tasks by name (``procurement.dispatch``), once ``install_local_runner`` has
+registered it: the embedded web process (workers.embedded), manage.py and the tests do.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
 import threading
@@ -14,6 +17,9 @@ from typing import Any
 
 from celery import Task
 from django.db import close_old_connections, connections
+
+from procurement import dispatch
+from workers.celery_app import app
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +43,18 @@ class InProcessRunner:
         self.completed = 0
         self.failed = 0
 
-    def submit(self, task: Task, args: tuple[Any, ...] = (), kwargs: dict | None = None) -> None:
+    def submit(self, name: str, args: tuple[Any, ...] = (), kwargs: dict | None = None) -> None:
+        """Queue the task registered as ``name`` (KeyError for an unknown name)."""
+        task = app.tasks[name]
         self._ensure_started()
         self._queue.put(_Job(task, tuple(args), dict(kwargs or {})))
 
-    def run_refs(self) -> set[tuple[str, int]]:
+    def run_refs(self) -> set[dispatch.RunRef]:
         """The runs queued or running here (the reconciler leaves them alone)."""
-        from workers.broker import RUN_OF_TASK
-
         with self._queue.mutex:
             jobs = [*self._queue.queue, *self._running]
-        return {
-            (RUN_OF_TASK[j.task.name], int(j.args[0])) for j in jobs if j.task.name in RUN_OF_TASK
-        }
+        kinds = dispatch.RUN_OF_TASK
+        return {(kinds[j.task.name], int(j.args[0])) for j in jobs if j.task.name in kinds}
 
     def status(self) -> dict[str, Any]:
         return {
@@ -111,9 +116,12 @@ def get_runner() -> InProcessRunner:
         if _runner is None:
             from django.conf import settings
 
+            importlib.import_module("workers.tasks")  # registers the tasks names refer to
             _runner = InProcessRunner(threads=getattr(settings, "EMBEDDED_WORKER_THREADS", 1))
         return _runner
 
 
-def runner_status() -> dict[str, Any]:
-    return get_runner().status()
+def install_local_runner() -> None:
+    """Make this process's runner the one ``procurement.dispatch`` hands tasks to on the
+    embedded default (its threads start with the first task)."""
+    dispatch.set_local_runner(get_runner)

@@ -4,7 +4,8 @@ Retries: infrastructure errors only (a lost database or broker connection), with
 exponential backoff without jitter (2, 4, 8 ... 60 s; about 7 minutes in all), so a
 minute-long outage is ridden out. Jitter would let several retries fire within seconds
 and use them up during a short outage. Whatever outlasts the retries, the reconciler
-(``workers.recovery``) resumes.
+(``workers.reconciler``) resumes. Names come from ``procurement.dispatch``, by which the
+Django side sends them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from celery import group, shared_task
 from django.conf import settings
 from django.db import connection
 
+from procurement import dispatch
 from procurement.services.faults import INFRASTRUCTURE_ERRORS
 
 RETRY_POLICY = {
@@ -31,7 +33,7 @@ RETRY_POLICY = {
 }
 
 
-@shared_task(name="workers.tasks.ping")
+@shared_task(name=dispatch.PING)
 def ping(payload: str = "ping") -> dict[str, object]:
     """Liveness probe that also proves the worker has Django and a database connection
     (and its startup heap out of the collector's way, procurement.heap)."""
@@ -46,43 +48,43 @@ def ping(payload: str = "ping") -> dict[str, object]:
     }
 
 
-@shared_task(name="workers.tasks.run_episode", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_EPISODE, **RETRY_POLICY)
 def run_episode_task(episode_id: int) -> dict[str, object]:
     """Run (or resume) one stored episode on a CPU worker."""
-    from procurement.services.episode_runner import run_stored_episode
+    from procurement.services.episode_runner import episode_run
 
-    episode = run_stored_episode(episode_id)
+    episode = episode_run(episode_id=episode_id)
     return {"episode": episode.pk, "status": episode.status, "score": episode.score}
 
 
-@shared_task(name="workers.tasks.run_sweep", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_SWEEP, **RETRY_POLICY)
 def run_sweep_task(sweep_id: int) -> dict[str, object]:
     """Fan a sweep's open cells out in chunks; the chunk that ends last closes the sweep."""
     from procurement.services import sweep_runner
-    from procurement.services.sweeps import close_sweep_if_done
+    from procurement.services.sweeps import sweep_close_if_done
 
-    chunks = sweep_runner.start_sweep(sweep_id)
+    chunks = sweep_runner.sweep_start(sweep_id=sweep_id)
     if settings.TASK_RUNNER == "thread":  # embedded: this thread is the only worker
         for chunk in chunks:
-            sweep_runner.run_cells(sweep_id, chunk.cell_ids)
+            sweep_runner.sweep_cells_run(sweep_id=sweep_id, cell_ids=chunk.cell_ids)
     elif chunks:
         group(
             run_sweep_chunk.s(sweep_id, chunk.cell_ids).set(queue=chunk.queue) for chunk in chunks
         ).apply_async()
-    close_sweep_if_done(sweep_id)  # nothing (left) to run: close it now
+    sweep_close_if_done(sweep_id=sweep_id)  # nothing (left) to run: close it now
     return {"sweep": sweep_id, "chunks": len(chunks)}
 
 
-@shared_task(name="workers.tasks.run_sweep_chunk", **RETRY_POLICY)
+@shared_task(name=dispatch.RUN_SWEEP_CHUNK, **RETRY_POLICY)
 def run_sweep_chunk(sweep_id: int, cell_ids: list[int]) -> int:
-    from procurement.services.sweep_runner import run_cells
+    from procurement.services.sweep_runner import sweep_cells_run
 
-    return run_cells(sweep_id, cell_ids)
+    return sweep_cells_run(sweep_id=sweep_id, cell_ids=cell_ids)
 
 
-@shared_task(name="workers.tasks.reconcile", ignore_result=True)
+@shared_task(name=dispatch.RECONCILE, ignore_result=True)
 def reconcile_task() -> dict[str, object]:
     """Resume stalled runs now (operators; the workers' timer does it periodically)."""
-    from workers.recovery import reconcile
+    from procurement.services.recovery import reconcile
 
     return reconcile().as_dict()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..llm.buyer import LLMBuyerPolicy
 from .base import DecisionMeta, Policy
 from .expert import ExpertPolicy
 from .human import HumanPolicy, HumanSeatError
+from .llm_buyer import LLMBuyerPolicy
 from .params import PolicyParams, PolicyParamsError, validate_params
 from .random import RandomPolicy
 from .scripts import (

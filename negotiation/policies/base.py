@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..observation import Observation
-from ..records import cover_by_requirement, pr_shortfall, spend_by_requirement
+from ..world.records import cover_by_requirement, pr_shortfall, spend_by_requirement
 from .params import PolicyParams
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..concession import next_ask, record
-from ..entities import SupplierHidden, ThreadHidden
+from ..suppliers.concession import next_ask, record
+from ..world.entities import SupplierHidden, ThreadHidden
 
 GROWTH = (1.006, 1.01, 1.02, 1.035, 1.05, 1.075, 1.1)  # per-round raises it tries
 STARTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # openings: between the insult line and the floor

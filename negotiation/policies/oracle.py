@@ -42,10 +42,10 @@ class TrueJudge:
         self.oracle = oracle
 
     def view(self, s) -> SupplierView:
-        return SupplierView(self.oracle.env.hidden[s.id].true_reliability, False)
+        return SupplierView(self.oracle.env.world.hidden[s.id].true_reliability, False)
 
     def usable_capacity(self, s, category: str, view: SupplierView) -> int:
-        true = self.oracle.env.hidden[s.id].true_capacity.get(category, 0)
+        true = self.oracle.env.world.hidden[s.id].true_capacity.get(category, 0)
         return min(s.capacity.get(category, 0), true)
 
     def price(self, obs: Observation, r, s, th, rounds: int) -> float:
@@ -84,11 +84,17 @@ class OraclePolicy(ExpertPolicy):
     def path(self, sid: str, r, k: int, rounds: int) -> Path | None:
         """The cheapest path on (sid, r) from k offers within ``rounds`` more (memoised)."""
         env = self.env
-        key = (sid, r.id, k, rounds, env.week)
+        key = (sid, r.id, k, rounds, env.world.week)
         if key not in self._paths:
-            th = env.th_hidden.get((sid, r.id)) or env.hidden_thread_now(sid, r)
+            th = env.world.th_hidden.get((sid, r.id)) or env.world.hidden_thread_now(sid, r)
             self._paths[key] = best_path(
-                th, env.hidden[sid], k, env.week, r.ceiling_unit_price, rounds, self.lowest_first()
+                th,
+                env.world.hidden[sid],
+                k,
+                env.world.week,
+                r.ceiling_unit_price,
+                rounds,
+                self.lowest_first(),
             )
         return self._paths[key]
 
@@ -122,5 +128,5 @@ class SafeOpenOraclePolicy(OraclePolicy):
     name = SAFE_OPEN_NAME
 
     def lowest_first(self) -> float:
-        cost = self.env.seller_cost
+        cost = self.env.world.seller_cost
         return 0.0 if cost is None else SAFE_OPEN_COST * cost

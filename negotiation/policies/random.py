@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..actions import ACTION_TYPES
+from ..action_spec import ACTION_TYPES
 from ..observation import Observation
 from .base import Policy
 

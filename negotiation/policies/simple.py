@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ..observation import Observation
-from ..records import LIVE_PR, pr_room
+from ..world.records import LIVE_PR, pr_room
 from .base import Policy, candidates, has_pr, open_requirements, pr_headroom, pr_missing
 from .params import GreedyLowballParams
 

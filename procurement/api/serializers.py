@@ -7,10 +7,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
 from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
 from procurement.services import policies as policy_services
-from procurement.services.scenarios import validate_scenario_config
 
 
 class ScenarioSerializer(serializers.ModelSerializer):
@@ -47,7 +47,7 @@ class ScenarioSerializer(serializers.ModelSerializer):
         if isinstance(value, dict):
             value = {**value, "name": name}
         try:
-            return validate_scenario_config(value)
+            return validators.validate_scenario_config(value)
         except DjangoValidationError as exc:
             errors = exc.message_dict
             if list(errors) == ["config"]:  # the config as a whole, not one parameter
@@ -84,9 +84,9 @@ class PolicyConfigSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_params_schema(self, obj: PolicyConfig) -> dict | None:
-        if obj.policy not in policy_services.known_policies():
+        if obj.policy not in validators.known_policies():
             return None
-        return policy_services.params_model(obj.policy).model_json_schema()
+        return validators.params_model(obj.policy).model_json_schema()
 
     def validate_name(self, value: str) -> str:
         if self.instance is not None and value != self.instance.name:
@@ -101,7 +101,7 @@ class PolicyConfigSerializer(serializers.ModelSerializer):
             for f in policy_services.RUN_FIELDS
         }
         try:
-            attrs["params"] = policy_services.validate_policy_config(**merged)
+            attrs["params"] = validators.validate_policy_config(**merged)
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
         return attrs
@@ -185,6 +185,7 @@ class HumanMoveSerializer(serializers.Serializer):
 
 
 class RefusedMoveSerializer(serializers.Serializer):
+    detail = serializers.CharField()
     code = serializers.CharField()
     message = serializers.CharField()
     field = serializers.CharField(allow_null=True)
@@ -246,7 +247,7 @@ class SweepCreateSerializer(serializers.Serializer):
     seed_start = serializers.IntegerField(min_value=0, max_value=MAX_SEED, default=0)
 
     def validate(self, attrs):
-        # The grid's size and seed range are create_sweep's rule (the commands share it).
+        # The grid's size and seed range are sweep_create's rule (the commands share it).
         for field in ("scenarios", "policies"):
             if len({o.pk for o in attrs[field]}) != len(attrs[field]):
                 raise serializers.ValidationError({field: ["Each entry may appear only once."]})

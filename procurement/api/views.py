@@ -15,6 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
@@ -22,16 +23,12 @@ from rest_framework.response import Response
 from negotiation import list_presets, load_scenario
 from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
+from procurement.errors import NotFound
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
-from procurement.roles import may_cancel_episode
 from procurement.selectors.aggregates import sweep_score_distributions
-from procurement.selectors.episodes import (
-    NoSuchStep,
-    StateUnavailable,
-    episode_decisions,
-    episode_list,
-    public_state_at,
-)
+from procurement.selectors.approvals import approval_payload
+from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
+from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
 from procurement.services import episodes as episode_services
@@ -61,7 +58,7 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        serializer.instance = scenario_services.create_scenario(
+        serializer.instance = scenario_services.scenario_create(
             name=data["name"],
             config=data["config"],
             description=data.get("description", ""),
@@ -70,8 +67,10 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 
     def perform_update(self, serializer):
         data = serializer.validated_data
-        serializer.instance = scenario_services.update_scenario(
-            serializer.instance, config=data.get("config"), description=data.get("description")
+        serializer.instance = scenario_services.scenario_update(
+            scenario=serializer.instance,
+            config=data.get("config"),
+            description=data.get("description"),
         )
 
     @extend_schema(responses={204: None, 409: OpenApiResponse(description="In use.")})
@@ -80,13 +79,13 @@ class ScenarioViewSet(viewsets.ModelViewSet):
         return super().destroy(request, *args, **kwargs)
 
     def perform_destroy(self, instance):
-        scenario_services.delete_scenario(instance)
+        scenario_services.scenario_delete(scenario=instance)
 
     @extend_schema(request=None, responses={201: s.ScenarioSerializer})
     @action(detail=True, methods=["post"])
     def copy(self, request, pk=None):
         """Copy a scenario (a preset, usually) into an editable one."""
-        copy = scenario_services.copy_scenario(self.get_object(), user=request.user)
+        copy = scenario_services.scenario_copy(source=self.get_object(), user=request.user)
         return Response(s.ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED)
 
 
@@ -107,7 +106,7 @@ class PresetViewSet(viewsets.ViewSet):
     @extend_schema(responses=s.PresetSerializer)
     def retrieve(self, request, pk=None):
         if pk not in list_presets():
-            return Response({"detail": f"No preset named '{pk}'."}, status=404)
+            raise NotFound(f"No preset named '{pk}'.")
         return Response(self._preset(pk))
 
 
@@ -181,7 +180,7 @@ class EpisodeViewSet(
     def create(self, request, *args, **kwargs):
         params = s.EpisodeCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        episode = episode_services.start_episode(user=request.user, **params.validated_data)
+        episode = episode_services.episode_create(user=request.user, **params.validated_data)
         return Response(s.EpisodeSerializer(episode).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.DecisionSerializer(many=True))
@@ -211,16 +210,8 @@ class EpisodeViewSet(
         episode = self.get_object()
         step = request.query_params.get("step", "")
         if not re.fullmatch(r"-1|[0-9]{1,9}", step):
-            return Response(
-                {"step": ["A whole number from -1 (before the first decision)."]},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        try:
-            return Response(public_state_at(episode, int(step)))
-        except NoSuchStep as exc:
-            return Response({"step": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        except StateUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            raise ValidationError({"step": ["A whole number from -1 (before the first decision)."]})
+        return Response(public_state_at(episode, int(step)))
 
     @extend_schema(
         request=s.HumanMoveSerializer,
@@ -238,14 +229,9 @@ class EpisodeViewSet(
         episode = self.get_object()
         params = s.HumanMoveSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        try:
-            decision = human_seat.play_move(
-                episode.pk, request.user, params.validated_data["action"]
-            )
-        except human_seat.RefusedMove as refused:
-            return Response(refused.as_dict(), status=status.HTTP_400_BAD_REQUEST)
-        except human_seat.SeatError as exc:
-            return Response({"detail": str(exc)}, status=exc.status)
+        decision = human_seat.seat_play(
+            episode_id=episode.pk, user=request.user, action=params.validated_data["action"]
+        )
         return Response(decision, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -268,47 +254,22 @@ class EpisodeViewSet(
         return self._answer(request, approve=False)
 
     def _answer(self, request, *, approve: bool) -> Response:
-        episode = self.get_object()
-        if not may_cancel_episode(request.user, episode):  # the same people steer a run
-            return Response(
-                {"detail": "Ops, admins or the analyst who started it answer its approvals."},
-                status=status.HTTP_403_FORBIDDEN,
-            )
-        answered = approvals.answer(episode, request.user, approve=approve)
-        if answered is None:
-            return Response(
-                {"detail": "No escalation of this episode is waiting for an answer."},
-                status=status.HTTP_409_CONFLICT,
-            )
-        return Response(approvals.approval_payload(answered))
+        answered = approvals.approval_answer(
+            episode=self.get_object(), user=request.user, approve=approve
+        )
+        return Response(approval_payload(answered))
 
     @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
         """Re-run the stored actions through a fresh engine and compare the score."""
-        episode = self.get_object()
-        if episode.status != "finished":
-            return Response(
-                {"detail": f"Episode is {episode.status}; only finished ones replay."},
-                status=status.HTTP_409_CONFLICT,
-            )
-        report = episode_services.replay_episode(episode)
+        report = episode_services.episode_replay(episode=self.get_object())
         return Response(s.ReplaySerializer(report).data)
 
     @extend_schema(request=None, responses={200: s.EpisodeSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        episode = self.get_object()
-        if not may_cancel_episode(request.user, episode):
-            return Response(
-                {"detail": "Analysts cancel only the episodes they started."},
-                status=status.HTTP_403_FORBIDDEN,
-            )
-        if not episode_services.cancel_episode(episode):
-            return Response(
-                {"detail": f"Episode is {episode.status}; only queued or running ones cancel."},
-                status=status.HTTP_409_CONFLICT,
-            )
+        episode = episode_services.episode_cancel(episode=self.get_object(), user=request.user)
         return Response(s.EpisodeSerializer(episode).data)
 
 
@@ -335,14 +296,14 @@ class SweepViewSet(
         sweep = self.get_object()
         data = s.SweepDetailSerializer(sweep).data
         if not sweep.summary:  # still running: aggregate what has finished so far
-            data["summary"] = sweep_services.sweep_summary(sweep)
+            data["summary"] = sweep_summary(sweep)
         return Response(data)
 
     @extend_schema(request=s.SweepCreateSerializer, responses={201: s.SweepDetailSerializer})
     def create(self, request, *args, **kwargs):
         params = s.SweepCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        sweep = sweep_services.create_sweep(user=request.user, **params.validated_data)
+        sweep = sweep_services.sweep_create(user=request.user, **params.validated_data)
         return Response(s.SweepDetailSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -358,7 +319,7 @@ class SweepViewSet(
         sweep = self.get_object()
         kind = request.query_params.get("file")
         if kind not in EXPORTS:
-            return Response({"file": ['"csv" or "json".']}, status=status.HTTP_400_BAD_REQUEST)
+            raise ValidationError({"file": ['"csv" or "json".']})
         write, content_type = EXPORTS[kind]
         response = HttpResponse(content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
@@ -374,12 +335,7 @@ class SweepViewSet(
     @extend_schema(request=None, responses={200: s.SweepSerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        sweep = get_object_or_404(Sweep, pk=pk)
-        if not sweep_services.cancel_sweep(sweep):
-            return Response(
-                {"detail": f"Sweep is {sweep.status}; only queued or running ones cancel."},
-                status=status.HTTP_409_CONFLICT,
-            )
+        sweep = sweep_services.sweep_cancel(sweep=get_object_or_404(Sweep, pk=pk))
         return Response(s.SweepSerializer(sweep).data)
 
 
@@ -429,16 +385,12 @@ class DatasetViewSet(viewsets.ViewSet):
         GRPO, the step's reward, the episode's score and ids. The same records as
         ``manage.py export_dataset``."""
         params = request.query_params
-        try:
-            export = dataset_services.dataset_export(
-                format=params.get("format", "jsonl"),
-                scenarios=params.getlist("scenario"),
-                policies=params.getlist("policy"),
-                min_score=params.get("min_score"),
-            )
-        except dataset_services.DatasetFilterError as exc:
-            errors = {field: [message] for field, message in exc.errors.items()}
-            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        export = dataset_services.dataset_export(
+            format=params.get("format", "jsonl"),
+            scenarios=params.getlist("scenario"),
+            policies=params.getlist("policy"),
+            min_score=params.get("min_score"),
+        )
         lines = export.lines()
         response = StreamingHttpResponse(
             _async_chunks(lines) if isinstance(request._request, ASGIRequest) else lines,

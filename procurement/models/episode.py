@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from procurement.models.status import TERMINAL_STATUSES, RunStatus
+from procurement.run_plan import CPU_QUEUE, RunPlan
 
 EpisodeStatus = RunStatus
 
@@ -43,7 +44,7 @@ class Episode(models.Model):
     status = models.CharField(
         max_length=16, choices=EpisodeStatus.choices, default=EpisodeStatus.QUEUED
     )
-    queue = models.CharField(max_length=16, default="cpu")
+    queue = models.CharField(max_length=16, default=CPU_QUEUE)  # run_plan.queue at build
     sweep = models.ForeignKey(
         "procurement.Sweep",
         null=True,
@@ -86,6 +87,13 @@ class Episode(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def run_plan(self) -> RunPlan:
+        """What plays it (an LLM buyer, LLM suppliers, a person), from its pinned snapshots."""
+        return RunPlan.of(
+            scenario_config=self.scenario_snapshot, policy_snapshot=self.policy_snapshot
+        )
 
     @property
     def group_name(self) -> str:

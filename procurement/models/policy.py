@@ -1,19 +1,14 @@
 from django.db import models
 
+from procurement.run_plan import buyer_uses_llm
+from procurement.validators import validate_policy_config
+
 LLM_BACKENDS = [
     ("", "none (rule policy)"),
     ("transformers", "transformers (in-process)"),
     ("vllm", "vLLM (in-process engine on a gpu worker)"),
     ("openai_compatible", "OpenAI-compatible server"),
 ]
-
-
-LLM_POLICY = "llm"
-
-
-def snapshot_uses_llm(snapshot: dict) -> bool:
-    """Whether a policy snapshot (PolicyConfig.snapshot()) needs an LLM backend."""
-    return bool(snapshot.get("backend")) or snapshot.get("policy") == LLM_POLICY
 
 
 class PolicyConfig(models.Model):
@@ -38,11 +33,9 @@ class PolicyConfig(models.Model):
 
     @property
     def uses_llm(self) -> bool:
-        return snapshot_uses_llm(self.snapshot())
+        return buyer_uses_llm(self.snapshot())
 
     def clean(self) -> None:
-        from procurement.services.policies import validate_policy_config
-
         self.params = validate_policy_config(
             policy=self.policy, params=self.params, backend=self.backend, model=self.model
         )

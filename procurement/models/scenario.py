@@ -5,6 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from procurement.validators import validate_scenario_config
+
 
 class Scenario(models.Model):
     """A difficulty scenario: the engine's ScenarioConfig, stored whole and validated by it.
@@ -39,8 +41,6 @@ class Scenario(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from procurement.services.scenarios import validate_scenario_config
-
         config = self.config
         if config is None:
             return  # a missing config is the field's own "required" error, not the engine's

@@ -5,9 +5,9 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from negotiation.llm.actions_schema import ACTION_MODELS
+from negotiation.policies.action_schema import ACTION_MODELS
 from procurement.models import PolicyConfig, Scenario
-from procurement.models.policy import snapshot_uses_llm
+from procurement.run_plan import buyer_uses_llm, suppliers_use_llm
 
 
 def llm_names() -> dict[str, list[str]]:
@@ -17,10 +17,10 @@ def llm_names() -> dict[str, list[str]]:
         "scenarios": [
             s.name
             for s in Scenario.objects.order_by("name")
-            if s.engine_config().get("supplier_llm")
+            if suppliers_use_llm(s.engine_config())
         ],
         "policies": [
-            p.name for p in PolicyConfig.objects.order_by("name") if snapshot_uses_llm(p.snapshot())
+            p.name for p in PolicyConfig.objects.order_by("name") if buyer_uses_llm(p.snapshot())
         ],
     }
 

@@ -4,14 +4,52 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.run_plan import RunPlan
 
 if TYPE_CHECKING:
     from negotiation import Observation, ProcurementEnv
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What an episode plays: a scenario config and a policy snapshot, each at a version."""
+
+    scenario_config: dict[str, Any]
+    scenario_version: int
+    policy_snapshot: dict[str, Any]
+    policy_version: int
+
+    @classmethod
+    def now(cls, scenario: Scenario, policy: PolicyConfig) -> Pinned:
+        """The scenario and policy as they are stored at this moment."""
+        return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
+
+    @property
+    def run_plan(self) -> RunPlan:
+        return RunPlan.of(
+            scenario_config=self.scenario_config, policy_snapshot=self.policy_snapshot
+        )
+
+
+def next_free_seed(*, scenario: Scenario, policy: PolicyConfig) -> int:
+    """The smallest seed this scenario and policy have not played as a single episode."""
+    used = set(
+        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
+            "seed", flat=True
+        )
+    )
+    seed = 0
+    while seed in used:
+        seed += 1
+    return seed
 
 
 def episode_list() -> QuerySet[Episode]:
@@ -53,12 +91,8 @@ def unknown_names(kind: Literal["scenario", "policy"], names: Collection[str]) -
     return [n for n in names if n not in known]
 
 
-class StateUnavailable(Exception):
+class StateUnavailable(Conflict):
     """The public state of a past step cannot be derived (the message says why)."""
-
-
-class NoSuchStep(ValueError):
-    pass
 
 
 def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
@@ -71,13 +105,12 @@ def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[
     Raises StateUnavailable at once (before any replay) for LLM suppliers."""
     from negotiation import ProcurementEnv, load_scenario
 
-    config = load_scenario(episode.scenario_snapshot)
-    if config.supplier_llm is not None and config.supplier_llm.personas:
+    if episode.run_plan.suppliers_use_llm:
         raise StateUnavailable(
             "Its suppliers are language models: a past step's boards would need the model "
             "again. The decision timeline holds every step."
         )
-    return _replay(ProcurementEnv(config), episode.seed, actions)
+    return _replay(ProcurementEnv(load_scenario(episode.scenario_snapshot)), episode.seed, actions)
 
 
 def _replay(env: ProcurementEnv, seed: int, actions: Iterable[Any]) -> Iterator[Observation]:
@@ -90,7 +123,8 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     """What the buyer saw after decision ``step`` (-1: before the first), for the replay
     boards (see ``replayed_observations``)."""
     if not -1 <= step < episode.steps:
-        raise NoSuchStep(f"step must be between -1 and {episode.steps - 1}; got {step}.")
+        message = f"step must be between -1 and {episode.steps - 1}; got {step}."
+        raise ValidationError({"step": [message]})
     actions = episode_decisions(episode).filter(step__lte=step).values_list("action", flat=True)
     replay = replayed_observations(episode, actions.iterator(chunk_size=2000))
     state = deque(replay, maxlen=1).pop().to_dict()  # the last one: after ``step``

@@ -18,7 +18,7 @@ ADMIN_MODELS = ("scenario", "policyconfig", "requirementtemplate", "supplierprof
 VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell", "evaluation")
 
 
-def ensure_role_groups() -> dict[str, Group]:
+def role_groups_ensure() -> dict[str, Group]:
     """Create the role groups; admins get the admin-site permissions they need."""
     groups = {role: Group.objects.get_or_create(name=role)[0] for role in ROLES}
     perms = Permission.objects.filter(content_type__app_label="procurement")
@@ -42,7 +42,7 @@ def _errors_on(field: str) -> Iterator[None]:
 
 
 @transaction.atomic
-def create_user(*, username: str, role: Role, password: str | None = None, email: str = ""):
+def user_create(*, username: str, role: Role, password: str | None = None, email: str = ""):
     """Create (or re-role) a user. Returns (user, password or None when unchanged).
 
     A given password must pass AUTH_PASSWORD_VALIDATORS; a generated one always does.
@@ -59,7 +59,7 @@ def create_user(*, username: str, role: Role, password: str | None = None, email
     if password:
         with _errors_on("password"):  # similarity is checked against the user's own fields
             validate_password(password, user=existing or user_model(username=username, email=email))
-    groups = ensure_role_groups()
+    groups = role_groups_ensure()
     user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
     if created or password:
         password = password or secrets.token_urlsafe(12)

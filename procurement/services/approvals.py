@@ -13,10 +13,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from procurement import dispatch
+from procurement.errors import Conflict, Forbidden
 from procurement.models import ApprovalRequest, ApprovalStatus, Episode, EpisodeStatus
+from procurement.roles import may_cancel_episode
+from procurement.selectors.approvals import approval_payload, pending_approvals
 from procurement.services import live
 
 
@@ -24,36 +27,12 @@ class AwaitingApproval(Exception):
     """The run stops here until a person answers (or the timeout does)."""
 
 
-def requires_approval(episode: Episode) -> bool:
+def approval_required(*, episode: Episode) -> bool:
     return (
         episode.sweep_id is None
         and episode.scenario_snapshot.get("escalation_approver") == "human"
-        and episode.queue != "human"  # a human seat's escalations follow the rule
+        and not episode.run_plan.human_seat  # a human seat's escalations follow the rule
     )
-
-
-def approval_payload(request: ApprovalRequest) -> dict[str, Any]:
-    action = request.action
-    return {
-        "episode": request.episode_id,
-        "step": request.step,
-        "status": request.status,
-        "requirement_id": action.get("requirement_id"),
-        "supplier_id": action.get("supplier_id"),
-        "rationale": action.get("rationale"),
-        "deadline": request.deadline.isoformat(),
-        "decided_by": request.decided_by.get_username() if request.decided_by else None,
-        "decided_at": request.decided_at.isoformat() if request.decided_at else None,
-    }
-
-
-def pending_approvals(episode: Episode | None = None) -> list[ApprovalRequest]:
-    queryset = ApprovalRequest.objects.filter(
-        status=ApprovalStatus.PENDING, episode__status=EpisodeStatus.RUNNING
-    ).select_related("decided_by")
-    if episode is not None:
-        queryset = queryset.filter(episode=episode)
-    return list(queryset.order_by("requested_at"))
 
 
 def _publish(request: ApprovalRequest) -> None:
@@ -75,7 +54,7 @@ class ApprovalGate:
         if not isinstance(action, dict) or action.get("action_type") != "escalate":
             return action
         action = {k: v for k, v in action.items() if k != "approval"}
-        request = answer_for(self._episode, observation.step, action)
+        request = approval_for_step(episode=self._episode, step=observation.step, action=action)
         by = request.decided_by.get_username() if request.decided_by else "the scenario's rule"
         approval = {"decision": request.status, "by": by}
         if request.decided_at:
@@ -83,7 +62,7 @@ class ApprovalGate:
         return {**action, "approval": approval}
 
 
-def answer_for(episode: Episode, step: int, action: dict[str, Any]) -> ApprovalRequest:
+def approval_for_step(*, episode: Episode, step: int, action: dict[str, Any]) -> ApprovalRequest:
     """The answer to the escalation at ``step``; raises AwaitingApproval while there is
     none (asking for one the first time)."""
     request, created = ApprovalRequest.objects.get_or_create(
@@ -115,27 +94,28 @@ def _decide(request: ApprovalRequest, status: str, user) -> bool:
     return bool(changed)
 
 
-def answer(episode: Episode, user, *, approve: bool) -> ApprovalRequest | None:
-    """An approver's answer to the episode's pending escalation; the run goes on. None
-    when nothing is pending (already answered, timed out, or the run ended)."""
-    request = next(iter(pending_approvals(episode)), None)
+def approval_answer(*, episode: Episode, user, approve: bool) -> ApprovalRequest:
+    """An approver's answer to the episode's pending escalation; the run goes on.
+
+    The people who steer a run answer it (roles.may_cancel_episode), else Forbidden;
+    Conflict when nothing is pending (already answered, timed out, or the run ended)."""
+    if not may_cancel_episode(user, episode):
+        raise Forbidden("Ops, admins or the analyst who started it answer its approvals.")
+    request = next(iter(pending_approvals(episode=episode)), None)
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REFUSED
     if request is None or not _decide(request, status, user):
-        return None
+        raise Conflict("No escalation of this episode is waiting for an answer.")
     _resume(request)
     return request
 
 
 def _resume(request: ApprovalRequest) -> None:
-    from workers.dispatch import enqueue
-    from workers.tasks import run_episode_task
-
     episode = request.episode
-    transaction.on_commit(lambda: enqueue(run_episode_task, episode.pk, queue=episode.queue))
+    dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
     _publish(request)
 
 
-def expire_approvals() -> list[int]:
+def approvals_expire() -> list[int]:
     """Pending requests past their deadline: the rule answers and the runs go on."""
     expired = []
     overdue = ApprovalRequest.objects.filter(
@@ -150,7 +130,7 @@ def expire_approvals() -> list[int]:
     return expired
 
 
-def withdraw(episode: Episode) -> None:
+def approvals_withdraw(*, episode: Episode) -> None:
     """The run ended (cancelled, failed): nothing is waiting any more."""
     ApprovalRequest.objects.filter(episode=episode, status=ApprovalStatus.PENDING).update(
         status=ApprovalStatus.WITHDRAWN, decided_at=timezone.now()

@@ -1,7 +1,7 @@
 """Training data from stored episodes: one chat record per decision, for SFT and GRPO.
 
 A record's prompt is what the LLM buyer reads at that step: the system prompt and the
-state message of ``negotiation.llm.prompts``, rendered from the observation that replaying
+state message of ``negotiation.policies.prompts``, rendered from the observation that replaying
 the episode derives (the same replay as the dashboard's state view). Its completion is the
 action the buyer took, as the JSON object the LLM buyer would have had to answer (the
 buyer's own reply parser reads it back as that action). The shape loads directly in TRL:
@@ -24,9 +24,11 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from negotiation.actions import SERVICE_FIELDS
-from negotiation.llm.actions_schema import parse_action
-from negotiation.llm.prompts import MAX_PROMPT_CHARS, buyer_messages
+from negotiation.policies.action_schema import parse_action
+from negotiation.policies.prompts import MAX_PROMPT_CHARS, buyer_messages
 from procurement.limits import NUL_PROBLEM
 from procurement.models import Episode
 from procurement.selectors.episodes import (
@@ -41,13 +43,13 @@ FORMATS = ("jsonl",)
 CONTENT_TYPES = {"jsonl": "application/x-ndjson"}
 
 
-class DatasetFilterError(ValueError):
-    """Bad export filters: ``errors`` maps each filter (format, scenario, policy,
-    min_score) to what is wrong with it."""
+class DatasetFilterError(ValidationError):
+    """Bad export filters (a 400 keyed by filter): ``errors`` maps each filter (format,
+    scenario, policy, min_score) to what is wrong with it."""
 
     def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__({field: [message] for field, message in errors.items()})
         self.errors = errors
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
 
 
 @dataclass

@@ -21,11 +21,11 @@ from procurement.models import Episode, EpisodeStatus
 from procurement.services import approvals, live
 from procurement.services.episodes import (
     AttemptSuperseded,
-    append_decisions,
-    claim_episode,
-    fail_episode,
-    finish_episode,
-    touch_episode,
+    episode_claim,
+    episode_decisions_append,
+    episode_fail,
+    episode_finish,
+    episode_touch,
 )
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
@@ -34,7 +34,7 @@ BATCH_STEPS = 256  # rows per INSERT
 BATCH_SECONDS = 0.05  # a slow (LLM) policy still streams each decision promptly
 
 
-def build_policy(snapshot: dict[str, Any], seed: int, *, backend: LLMBackend | None = None):
+def policy_build(*, snapshot: dict[str, Any], seed: int, backend: LLMBackend | None = None):
     """The buyer policy of a snapshot. ``backend`` (an episode's handle on the process's
     shared batching backend) serves an LLM buyer instead of a backend of its own."""
     params = dict(snapshot.get("params") or {})
@@ -56,7 +56,7 @@ def llm_handle(episode: Episode, attempt: int) -> Iterator[LLMBackend | None]:
         yield None
         return
     with (
-        Heartbeat(lambda: touch_episode(episode, attempt=attempt)),
+        Heartbeat(lambda: episode_touch(episode=episode, attempt=attempt)),
         shared_batcher(spec).join() as participant,
     ):
         yield participant
@@ -91,7 +91,7 @@ class _BatchWriter:
     def flush(self) -> None:
         started = time.perf_counter()
         # raises AttemptSuperseded once a newer attempt has claimed the episode
-        append_decisions(self.episode, self.buffer, attempt=self.attempt)
+        episode_decisions_append(episode=self.episode, records=self.buffer, attempt=self.attempt)
         if self.live_updates:
             live.publish_decisions(self.episode, [live.record_payload(r) for r in self.buffer])
         self.buffer = []
@@ -101,7 +101,7 @@ class _BatchWriter:
         self.io_seconds += time.perf_counter() - started
 
 
-def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> Episode:
+def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode:
     """Claim the episode and play it from its stored steps to the end.
 
     Outcomes: finished; failed with the error (anything but an infrastructure error, which
@@ -109,7 +109,7 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
     newer attempt took it over, which then owns the episode.
     """
     episode = Episode.objects.get(pk=episode_id)
-    attempt = None if episode.is_terminal else claim_episode(episode)
+    attempt = None if episode.is_terminal else episode_claim(episode=episode)
     if attempt is None:
         return episode
     live_updates = episode.sweep_id is None if live_updates is None else live_updates
@@ -124,8 +124,10 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
             # An LLM episode waits on the model most of the time: it gives its database
             # connection back after each batch instead of holding it for minutes.
             writer.release_connection = backend is not None
-            policy = build_policy(episode.policy_snapshot, episode.seed, backend=backend)
-            if approvals.requires_approval(episode):
+            policy = policy_build(
+                snapshot=episode.policy_snapshot, seed=episode.seed, backend=backend
+            )
+            if approvals.approval_required(episode=episode):
                 policy = approvals.ApprovalGate(policy, episode)
             result = run_episode(
                 episode.scenario_snapshot,
@@ -153,15 +155,15 @@ def run_stored_episode(episode_id: int, *, live_updates: bool | None = None) -> 
             raise  # the task retries; the reconciler resumes if retries run out
         # The run's own failure (engine, policy, bad params, data the database refuses):
         # it fails visibly instead of staying "running".
-        fail_episode(episode, describe(exc), attempt=attempt)
+        episode_fail(episode=episode, error=describe(exc), attempt=attempt)
         if live_updates:
             live.publish_episode_status(episode)
         return episode
 
     wall = time.perf_counter() - started
     metrics = {**result.metrics, "wall_seconds": round(wall, 6)}
-    finish_episode(
-        episode,
+    episode_finish(
+        episode=episode,
         attempt=attempt,
         score=result.score,
         metrics=metrics,

@@ -10,37 +10,19 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement import dispatch
+from procurement.errors import Conflict, Forbidden
 from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.roles import may_cancel_episode
+from procurement.run_plan import HUMAN_QUEUE
+from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
-from procurement.services.quotas import check_llm_episode_quota, uses_llm
+from procurement.services.quotas import llm_episode_quota_check
 from procurement.services.run_status import cancel_run
 
 
-@dataclass(frozen=True)
-class Pinned:
-    """What an episode plays: a scenario config and a policy snapshot, each at a version."""
-
-    scenario_config: dict[str, Any]
-    scenario_version: int
-    policy_snapshot: dict[str, Any]
-    policy_version: int
-
-    @classmethod
-    def now(cls, scenario: Scenario, policy: PolicyConfig) -> Pinned:
-        """The scenario and policy as they are stored at this moment."""
-        return cls(scenario.engine_config(), scenario.version, policy.snapshot(), policy.version)
-
-
-def queue_for(scenario_config: dict[str, Any], policy_snapshot: dict[str, Any]) -> str:
-    """LLM work (buyer or suppliers) goes to the gpu queue; rule policies to cpu. A human
-    seat is on no worker's queue: it is played move by move (services.human_seat)."""
-    if policy_snapshot.get("policy") == "human":
-        return "human"
-    return "gpu" if uses_llm(scenario_config, policy_snapshot) else "cpu"
-
-
-def build_episode(
+def episode_build(
     *,
     scenario: Scenario,
     policy: PolicyConfig,
@@ -62,27 +44,14 @@ def build_episode(
         policy_version=pinned.policy_version,
         policy_snapshot=pinned.policy_snapshot,
         seed=seed,
-        queue=queue_for(pinned.scenario_config, pinned.policy_snapshot),
+        queue=pinned.run_plan.queue,
         created_by=user,
         sweep=sweep,
     )
 
 
-def next_free_seed(scenario: Scenario, policy: PolicyConfig) -> int:
-    """The smallest seed this scenario and policy have not played as a single episode."""
-    used = set(
-        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
-            "seed", flat=True
-        )
-    )
-    seed = 0
-    while seed in used:
-        seed += 1
-    return seed
-
-
 @transaction.atomic
-def start_episode(
+def episode_create(
     *,
     scenario: Scenario,
     policy: PolicyConfig,
@@ -98,27 +67,21 @@ def start_episode(
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
     if seed is None:
-        seed = next_free_seed(scenario, policy)
-    episode = build_episode(scenario=scenario, policy=policy, seed=seed, user=user)
+        seed = next_free_seed(scenario=scenario, policy=policy)
+    episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
     episode.step_delay = step_delay
-    if episode.queue == "human":
+    plan = episode.run_plan
+    if plan.queue == HUMAN_QUEUE:
         from procurement.services import human_seat
 
-        human_seat.check_seat_allowed(episode.scenario_snapshot)
+        human_seat.seat_check_allowed(plan=plan)
         episode.save()
-        human_seat.open_seat(episode)  # no task: the analyst plays it move by move
+        human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
         return episode
-    check_llm_episode_quota(
-        user=user,
-        scenario_config=episode.scenario_snapshot,
-        policy_snapshot=episode.policy_snapshot,
-    )
+    llm_episode_quota_check(user=user, plan=plan)
     episode.save()
     if enqueue:
-        from workers.dispatch import enqueue as dispatch
-        from workers.tasks import run_episode_task
-
-        dispatch(run_episode_task, episode.pk, queue=episode.queue)
+        dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
     return episode
 
 
@@ -131,8 +94,8 @@ def _fenced(episode: Episode, attempt: int) -> models.QuerySet:
     return Episode.objects.filter(pk=episode.pk, attempts=attempt, status=EpisodeStatus.RUNNING)
 
 
-def append_decisions(
-    episode: Episode, records: list[dict[str, Any]], *, attempt: int, actor: str | None = None
+def episode_decisions_append(
+    *, episode: Episode, records: list[dict[str, Any]], attempt: int, actor: str | None = None
 ) -> int:
     """Store a batch of step records in one transaction (one COPY / bulk INSERT, the same
     writer as sweeps), advance the step counter and the heartbeat. Returns the rows written.
@@ -152,17 +115,17 @@ def append_decisions(
     return written
 
 
-def touch_episode(episode: Episode, *, attempt: int) -> bool:
+def episode_touch(*, episode: Episode, attempt: int) -> bool:
     """Record that ``attempt`` is alive (LLM episodes, between slow decisions)."""
     return bool(_fenced(episode, attempt).update(heartbeat_at=timezone.now()))
 
 
-def claim_episode(episode: Episode) -> int | None:
+def episode_claim(*, episode: Episode) -> int | None:
     """Claim a queued or running episode for a new attempt: its number (the fencing token
     the attempt's writes carry), or None when the episode is already over.
 
     Every delivery claims (newest wins): a re-delivered or re-dispatched task takes over,
-    and the attempt it replaces stops at its next write (see ``append_decisions``). One
+    and the attempt it replaces stops at its next write (see ``episode_decisions_append``). One
     UPDATE: the claim, the first start time, the heartbeat and the attempt count (F(), so
     two deliveries racing cannot lose an increment).
     """
@@ -181,9 +144,9 @@ def claim_episode(episode: Episode) -> int | None:
     return episode.attempts
 
 
-def finish_episode(
-    episode: Episode,
+def episode_finish(
     *,
+    episode: Episode,
     attempt: int,
     score: float,
     metrics: dict[str, Any],
@@ -202,7 +165,7 @@ def finish_episode(
     return bool(finished)
 
 
-def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
+def episode_fail(*, episode: Episode, error: str, attempt: int) -> bool:
     """Running -> failed with the error, for the newest attempt only."""
     failed = _fenced(episode, attempt).update(
         status=EpisodeStatus.FAILED, error=error[:5000], finished_at=timezone.now()
@@ -211,14 +174,19 @@ def fail_episode(episode: Episode, error: str, *, attempt: int) -> bool:
     return bool(failed)
 
 
-def cancel_episode(episode: Episode) -> bool:
-    """Cancel a queued or running episode; the runner stops at its next batch."""
-    from procurement.services.approvals import withdraw
+def episode_cancel(*, episode: Episode, user=None) -> Episode:
+    """Cancel a queued or running episode; the runner stops at its next batch. ``user``
+    (None: an operator's command) must be allowed to steer it (roles.may_cancel_episode).
 
-    cancelled = cancel_run(episode)
-    if cancelled:
-        withdraw(episode)
-    return cancelled
+    Raises Forbidden, or Conflict when the episode is already over."""
+    from procurement.services.approvals import approvals_withdraw
+
+    if user is not None and not may_cancel_episode(user, episode):
+        raise Forbidden("Analysts cancel only the episodes they started.")
+    if not cancel_run(episode):
+        raise Conflict(f"Episode is {episode.status}; only queued or running ones cancel.")
+    approvals_withdraw(episode=episode)
+    return episode
 
 
 @dataclass(frozen=True)
@@ -230,9 +198,13 @@ class ReplayReport:
     matches: bool
 
 
-def replay_episode(episode: Episode) -> ReplayReport:
-    """Re-run the stored actions through a fresh engine and compare the score."""
+def episode_replay(*, episode: Episode) -> ReplayReport:
+    """Re-run the stored actions through a fresh engine and compare the score; Conflict
+    unless the episode finished."""
     from negotiation import ProcurementEnv, load_scenario
+
+    if episode.status != EpisodeStatus.FINISHED:
+        raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
     env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
     env.reset(seed=episode.seed)

@@ -16,6 +16,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
+from procurement import dispatch
+
 CHECK_TIMEOUT_S = 2.0
 
 
@@ -38,9 +40,10 @@ async def _check_channel_layer() -> dict[str, Any]:
 
 async def _check_broker() -> dict[str, Any]:
     if settings.TASK_RUNNER == "thread":
-        from workers.inprocess import runner_status
-
-        return {"backend": "in-process thread", **runner_status()}
+        runner = dispatch.local_runner()
+        if runner is None:
+            raise RuntimeError("no in-process runner in this process")
+        return {"backend": "in-process thread", **runner.status()}
     client = aioredis.from_url(settings.CELERY_BROKER_URL, socket_timeout=CHECK_TIMEOUT_S)
     try:
         await client.ping()

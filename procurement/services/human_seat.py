@@ -22,17 +22,16 @@ from django.utils import timezone
 from negotiation import ProcurementEnv, load_scenario
 from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
+from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
+from procurement.run_plan import HUMAN_QUEUE, RunPlan
 from procurement.services import live
 from procurement.services.episodes import (
     AttemptSuperseded,
-    append_decisions,
-    finish_episode,
-    queue_for,
+    episode_decisions_append,
+    episode_finish,
 )
 
-HUMAN_POLICY = "human"
-HUMAN_QUEUE = "human"  # no worker consumes it: the seat is played through the API
 HUMAN_ACTOR = "human"
 
 # Engine error codes -> the action field a person should fix (messages that name a
@@ -54,32 +53,16 @@ FIELD_OF_CODE = {
 }
 
 
-class SeatError(Exception):
-    """The move cannot be made (not your seat, episode over, LLM suppliers...)."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class RefusedMove(Exception):
-    """The engine refused the action; nothing was stored."""
+class RefusedMove(ApplicationError):
+    """The engine refused the action (its code, and the field to fix); nothing was stored."""
 
     def __init__(self, code: str, message: str, field: str | None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.field = code, message, field
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "field": self.field}
+        super().__init__(message, {"code": code, "message": message, "field": field})
 
 
-def is_human(snapshot: dict[str, Any]) -> bool:
-    return snapshot.get("policy") == HUMAN_POLICY
-
-
-def check_seat_allowed(scenario_config: dict[str, Any]) -> None:
+def seat_check_allowed(*, plan: RunPlan) -> None:
     """A human seat replays the world on every move: suppliers must be rules, not models."""
-    if (scenario_config.get("supplier_llm") or {}).get("personas"):
+    if plan.suppliers_use_llm:
         message = (
             "The human seat needs rule suppliers: this scenario's suppliers are language "
             "models, whose answers a replay cannot reproduce."
@@ -87,7 +70,7 @@ def check_seat_allowed(scenario_config: dict[str, Any]) -> None:
         raise ValidationError({"scenario": [message]})
 
 
-def open_seat(episode: Episode) -> None:
+def seat_open(*, episode: Episode) -> None:
     """A new human episode starts running at once (attempt 1): the seat is open."""
     now = timezone.now()
     Episode.objects.filter(pk=episode.pk).update(
@@ -109,36 +92,37 @@ def _rebuild(episode: Episode) -> ProcurementEnv:
     return env
 
 
-def play_move(episode_id: int, user, action: Any) -> dict[str, Any]:
+def seat_play(*, episode_id: int, user, action: Any) -> dict[str, Any]:
     """Apply the seat holder's action; returns the stored decision's payload.
 
-    Raises SeatError (not yours, not running, handed over) or RefusedMove (the engine's
-    coded error; nothing stored).
+    Raises Forbidden (not yours), Conflict (not running, over, handed over), another
+    ApplicationError (not a human seat) or RefusedMove (the engine's coded error; nothing
+    stored).
     """
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id)
-        if not is_human(episode.policy_snapshot):
-            raise SeatError("This episode is not played by a human.", status=400)
+        if not episode.run_plan.human_seat:
+            raise ApplicationError("This episode is not played by a human.")
         if episode.created_by_id != user.pk:
-            raise SeatError("Only the analyst who started this episode plays its seat.", 403)
+            raise Forbidden("Only the analyst who started this episode plays its seat.")
         if episode.status != EpisodeStatus.RUNNING:
-            raise SeatError(f"The episode is {episode.status}; it takes no more moves.")
+            raise Conflict(f"The episode is {episode.status}; it takes no more moves.")
         env = _rebuild(episode)
         if env.done:
-            raise SeatError("The episode is over.")
+            raise Conflict("The episode is over.")
         res, record = record_step(env, action, DecisionMeta(actor=HUMAN_ACTOR))
         if not record.valid:
             error = record.error or {"code": "invalid", "message": "Invalid action."}
             raise RefusedMove(error["code"], error["message"], _field_of(**error))
         payload = record.to_dict()
         try:
-            append_decisions(episode, [payload], attempt=episode.attempts)
+            episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
         except AttemptSuperseded:
-            raise SeatError("The seat was handed over or the episode cancelled.") from None
+            raise Conflict("The seat was handed over or the episode cancelled.") from None
         if res.done:
             score = env.score()
-            finish_episode(
-                episode,
+            episode_finish(
+                episode=episode,
                 attempt=episode.attempts,
                 score=score.score,
                 metrics=episode_metrics(score.metrics, None),
@@ -162,12 +146,12 @@ def idle_seats(now=None) -> list[Episode]:
     return idle
 
 
-def hand_over(episode: Episode) -> bool:
+def seat_hand_over(*, episode: Episode) -> bool:
     """Give an idle seat to the fallback policy; True when this call did it (the caller
     then sends the run task to ``episode.queue``)."""
     fallback = (episode.policy_snapshot.get("params") or {}).get("fallback", "expert")
     snapshot = {"name": fallback, "policy": fallback, "params": {}, "backend": "", "model": ""}
-    queue = queue_for(episode.scenario_snapshot, snapshot)
+    queue = RunPlan.of(scenario_config=episode.scenario_snapshot, policy_snapshot=snapshot).queue
     changed = Episode.objects.filter(
         pk=episode.pk, queue=HUMAN_QUEUE, status=EpisodeStatus.RUNNING
     ).update(

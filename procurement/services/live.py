@@ -7,35 +7,12 @@ import logging
 import time
 from typing import Any
 
-from procurement.models import Decision, Episode, Sweep
+from procurement.models import Episode, Sweep
+from procurement.publish import publish_many
+from procurement.selectors.live import OVERVIEW_GROUP, episode_payload, sweep_payload
 from procurement.services.decision_store import stored_values
 
 log = logging.getLogger(__name__)
-
-OVERVIEW_GROUP = "overview"
-
-
-def decision_payload(decision: Decision) -> dict[str, Any]:
-    return {f: getattr(decision, f) for f in Decision.STORED_FIELDS}
-
-
-def decisions_after(episode_id: int, step: int, limit: int = 5000) -> list[dict[str, Any]]:
-    """The stored decisions after ``step`` (the catch-up of a reconnecting client)."""
-    rows = Decision.objects.filter(episode_id=episode_id, step__gt=step).order_by("step")
-    return [decision_payload(d) for d in rows[:limit]]
-
-
-def episode_payload(episode: Episode) -> dict[str, Any]:
-    return {
-        "id": episode.pk,
-        "status": episode.status,
-        "scenario": episode.scenario_name,
-        "policy": episode.policy_name,
-        "seed": episode.seed,
-        "steps": episode.steps,
-        "score": episode.score,
-        "sweep": episode.sweep_id,
-    }
 
 
 def encoded(event: dict[str, Any]) -> dict[str, Any]:
@@ -52,8 +29,6 @@ def event_content(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _send(group: str, events: list[dict[str, Any]]) -> None:
-    from workers.publish import publish_many
-
     try:
         publish_many(group, [encoded(e) for e in events])
     except Exception:  # live updates are best effort: the stored data is the truth
@@ -61,7 +36,7 @@ def _send(group: str, events: list[dict[str, Any]]) -> None:
 
 
 def record_payload(record: dict[str, Any], actor: str | None = None) -> dict[str, Any]:
-    """The same shape as decision_payload, straight from an engine step record."""
+    """The same shape as selectors.live.decision_payload, straight from an engine step record."""
     return stored_values(record, actor)
 
 
@@ -84,18 +59,6 @@ def publish_approval(episode: Episode, approval: dict[str, Any]) -> None:
     event = {"type": "episode.approval", "approval": approval}
     _send(episode.group_name, [event])
     _send(OVERVIEW_GROUP, [event])
-
-
-def sweep_payload(sweep: Sweep) -> dict[str, Any]:
-    return {
-        "id": sweep.pk,
-        "status": sweep.status,
-        "name": sweep.name,
-        "total_cells": sweep.total_cells,
-        "done_cells": sweep.done_cells,
-        "failed_cells": sweep.failed_cells,
-        "progress": sweep.progress,
-    }
 
 
 def publish_sweep_progress(sweep: Sweep) -> None:

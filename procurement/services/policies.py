@@ -12,57 +12,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from negotiation import list_policies
-from negotiation.policies import (
-    MEASUREMENT_ONLY,
-    PolicyParams,
-    PolicyParamsError,
-    policy_params_model,
-)
-from negotiation.policies.params import validate_params
 from procurement.models import PolicyConfig
-from procurement.models.policy import LLM_POLICY
 from procurement.services.protection import delete_unreferenced
 
 RUN_FIELDS = ("policy", "params", "backend", "model")  # what makes a policy play differently
 EDITABLE_FIELDS = (*RUN_FIELDS, "description")  # the name is fixed: results refer to it
-
-
-def known_policies() -> list[str]:
-    registered = list_policies()
-    return registered if LLM_POLICY in registered else [*registered, LLM_POLICY]
-
-
-def params_model(policy: str) -> type[PolicyParams]:
-    """The schema of a policy's params. Until the LLM layer registers its policy (with its
-    own schema), ``llm`` takes none."""
-    if policy == LLM_POLICY and LLM_POLICY not in list_policies():
-        return PolicyParams
-    return policy_params_model(policy)
-
-
-def validate_policy_config(*, policy: str, params: Any, backend: str, model: str) -> dict:
-    """The validated params, or ValidationError keyed by the field at fault."""
-    errors: dict[str, list[str]] = {}
-    if policy in MEASUREMENT_ONLY:
-        errors["policy"] = [MEASUREMENT_ONLY[policy]]
-    elif policy not in known_policies():
-        errors["policy"] = [f"Unknown policy; use one of {', '.join(known_policies())}."]
-    else:
-        try:
-            params = validate_params(policy, params_model(policy), params)
-        except PolicyParamsError as exc:
-            errors["params"] = [
-                f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in exc.errors
-            ]
-        if policy == LLM_POLICY and not (backend and model):
-            errors["backend"] = ["An llm policy needs a backend and a model."]
-        elif policy != LLM_POLICY and backend:
-            # The runner hands backend and model to the policy, which a rule policy refuses.
-            errors["backend"] = [f"'{policy}' is a rule policy: leave the backend empty."]
-    if errors:
-        raise ValidationError(errors)
-    return params
 
 
 @transaction.atomic
@@ -83,7 +37,7 @@ def policy_create(
         model=model,
         description=description,
     )
-    config.full_clean()  # field checks, unique name, and validate_policy_config (clean())
+    config.full_clean()  # field checks, unique name, and the validators (clean())
     config.save()
     return config
 

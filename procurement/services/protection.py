@@ -11,24 +11,13 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from procurement.errors import Conflict
 from procurement.models import PolicyConfig, Scenario
-from procurement.selectors.references import result_references
+from procurement.selectors.references import in_use_message
 
 
-class InUseError(Exception):
+class InUseError(Conflict):
     """A delete refused because sweeps or episodes refer to the object."""
-
-
-def in_use_message(*, obj: Scenario | PolicyConfig) -> str:
-    """Why ``obj`` cannot be deleted, or "" when nothing refers to it."""
-    refs = result_references(obj=obj)
-    if not refs:
-        return ""
-    kind = obj._meta.verbose_name
-    return (
-        f"{kind.capitalize()} '{obj}' is used by {refs.sweeps} sweep(s) and "
-        f"{refs.episodes} episode(s); results refer to it, so it cannot be deleted."
-    )
 
 
 @transaction.atomic

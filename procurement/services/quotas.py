@@ -12,26 +12,21 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
+from procurement.errors import QuotaExceeded
 from procurement.models import Episode, EpisodeStatus
-from procurement.models.policy import snapshot_uses_llm
+from procurement.run_plan import GPU_QUEUE, RunPlan
 
 
-class QuotaExceeded(Exception):
-    """A user asked for more LLM work than their limit allows (HTTP 429)."""
-
-
-def uses_llm(scenario_config: dict, policy_snapshot: dict) -> bool:
-    return bool(snapshot_uses_llm(policy_snapshot) or scenario_config.get("supplier_llm"))
-
-
-def check_llm_episode_quota(*, user, scenario_config: dict, policy_snapshot: dict) -> None:
-    if user is None or not uses_llm(scenario_config, policy_snapshot):
+def llm_episode_quota_check(*, user, plan: RunPlan) -> None:
+    """QuotaExceeded when ``user`` already has their limit of LLM episodes open (those on
+    the gpu queue: the queue each episode's run plan chose when it was built)."""
+    if user is None or not plan.uses_llm:
         return
     limit = settings.LLM_MAX_ACTIVE_EPISODES_PER_USER
     active = Episode.objects.filter(
         created_by=user,
         sweep__isnull=True,
-        queue="gpu",
+        queue=GPU_QUEUE,
         status__in=[EpisodeStatus.QUEUED, EpisodeStatus.RUNNING],
     ).count()
     if active >= limit:
@@ -41,11 +36,11 @@ def check_llm_episode_quota(*, user, scenario_config: dict, policy_snapshot: dic
         )
 
 
-def check_llm_sweep_quota(*, user, llm_pairs: Iterable[bool], seeds: int) -> None:
-    """``llm_pairs``: for each (scenario, policy) pair of the grid, whether it uses an LLM."""
+def llm_sweep_quota_check(*, user, plans: Iterable[RunPlan], seeds: int) -> None:
+    """``plans``: the run plan of each (scenario, policy) pair of the grid."""
     if user is None:
         return
-    cells = sum(seeds for is_llm in llm_pairs if is_llm)
+    cells = sum(seeds for plan in plans if plan.uses_llm)
     limit = settings.LLM_MAX_SWEEP_CELLS_PER_USER
     if cells > limit:
         raise QuotaExceeded(

@@ -1,4 +1,8 @@
-"""Find runs that stopped making progress, and claim them for resumption exactly once.
+"""The reconciler's pass: find runs that stopped making progress, claim each exactly once,
+and send its task again (or close it), so no run is ever stuck.
+
+The workers run it periodically (workers.reconciler, a thread in every worker and in the
+embedded web process); ``manage.py reconcile`` runs it once.
 
 A run (episode or sweep) is stalled when it is not over, the broker holds no message for
 it, and its last sign of life is old: for a queued run, its creation (a committed run
@@ -12,22 +16,29 @@ to show progress before it is looked at again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from procurement import dispatch
+from procurement.dispatch import RunRef
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
 from procurement.models.status import RunStatus
-from procurement.services.sweeps import OPEN_CELL_STATUSES, close_sweep_if_done
+from procurement.run_plan import HUMAN_QUEUE
+from procurement.services import approvals, human_seat
+from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
+
+log = logging.getLogger(__name__)
 
 OPEN_RUN = [RunStatus.QUEUED, RunStatus.RUNNING]
-
-RunRef = tuple[str, int]
+DISPATCH_GRACE_S = 10.0  # a queued run with no message after this was never sent, or lost
 
 
 @dataclass
@@ -79,8 +90,8 @@ def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stal
         # A human seat waits for a person, not a worker: idle seats are handed over instead
         # (services.human_seat.idle_seats).
         Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
-        .exclude(queue="human")
-        # ... and one waiting for an approver is answered by expire_approvals at its deadline.
+        .exclude(queue=HUMAN_QUEUE)
+        # ... and one waiting for an approver is answered by approvals_expire at its deadline.
         .exclude(approvals__status=ApprovalStatus.PENDING),
         queued_grace_s=queued_grace_s,
         stall_s=stall_s,
@@ -103,7 +114,7 @@ def recover_sweeps(
     for (pk,) in stalled:
         if ("sweep", pk) in live or not _claim(Sweep.objects.all(), pk, **grace):
             continue
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
         else:
             resume.append(pk)
@@ -115,6 +126,33 @@ def recover_sweeps(
         SweepCell.objects.filter(sweep_id=pk, status__in=OPEN_CELL_STATUSES).update(
             status="cancelled"
         )
-        if close_sweep_if_done(pk):
+        if sweep_close_if_done(sweep_id=pk):
             closed.append(pk)
     return resume, closed
+
+
+def reconcile(*, stall_s: float | None = None) -> Recovery:
+    """One pass: find stalled runs, claim each, send its task again (or close it); answer
+    overdue approvals by rule and hand idle human seats to their fallback policy.
+
+    Runs whose task is on its way (``dispatch.runs_in_flight``) are left alone."""
+    stall = settings.RUN_STALL_SECONDS if stall_s is None else stall_s
+    grace = {"queued_grace_s": min(DISPATCH_GRACE_S, stall), "stall_s": stall}
+    live = dispatch.runs_in_flight(taken_within_s=stall)
+    done = Recovery()
+    for pk, queue in stalled_episode_ids(live=live, **grace):
+        if claim_stalled_episode(pk, **grace):
+            dispatch.enqueue(dispatch.RUN_EPISODE, pk, queue=queue)
+            done.episodes_resumed.append(pk)
+    done.approvals_timed_out = approvals.approvals_expire()
+    for episode in human_seat.idle_seats():
+        if human_seat.seat_hand_over(episode=episode):
+            dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
+            done.seats_handed_over.append(episode.pk)
+    resume, closed = recover_sweeps(live=live, **grace)
+    for pk in resume:
+        dispatch.enqueue(dispatch.RUN_SWEEP, pk)
+    done.sweeps_resumed, done.sweeps_closed = resume, closed
+    if done:
+        log.warning("reconciler: %s", done.as_dict())
+    return done

@@ -8,32 +8,19 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from negotiation import ScenarioValidationError, apply_tier, list_policies, list_presets
+from negotiation import apply_tier, list_policies, list_presets
 from negotiation import load_scenario as engine_load_scenario
-from negotiation.catalogue import get_catalogue
 from negotiation.config import TIERS
 from negotiation.scenarios import DEFAULT_LLM
+from negotiation.world.catalogue import get_catalogue
 from procurement.models import PolicyConfig, RequirementTemplate, Scenario
-from procurement.models.policy import LLM_POLICY
+from procurement.run_plan import LLM_POLICY
 from procurement.services.protection import delete_unreferenced
-
-
-def validate_scenario_config(config: Any) -> dict[str, Any]:
-    """The engine's validation, as Django ValidationError keyed by parameter name."""
-    if not isinstance(config, dict):
-        raise ValidationError({"config": ["The config must be a JSON object of parameters."]})
-    try:
-        return engine_load_scenario(config).model_dump(mode="json")
-    except ScenarioValidationError as exc:
-        errors: dict[str, list[str]] = {}
-        for err in exc.errors:
-            field = err["field"] or "config"
-            errors.setdefault(field, []).append(err["message"])
-        raise ValidationError(errors) from None
+from procurement.validators import validate_scenario_config
 
 
 @transaction.atomic
-def create_scenario(
+def scenario_create(
     *, name: str, config: dict[str, Any], description: str = "", user=None
 ) -> Scenario:
     validated = validate_scenario_config({**config, "name": name})
@@ -44,8 +31,8 @@ def create_scenario(
 
 
 @transaction.atomic
-def update_scenario(
-    scenario: Scenario, *, config: dict[str, Any] | None = None, description: str | None = None
+def scenario_update(
+    *, scenario: Scenario, config: dict[str, Any] | None = None, description: str | None = None
 ) -> Scenario:
     """Change a scenario; the version grows only when the config really changes."""
     if scenario.is_preset:
@@ -66,7 +53,7 @@ def _parameters(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in ("name", "description")}
 
 
-def delete_scenario(scenario: Scenario) -> None:
+def scenario_delete(*, scenario: Scenario) -> None:
     if scenario.is_preset:
         raise ValidationError({"name": ["Built-in presets cannot be deleted."]})
     delete_unreferenced(obj=scenario)
@@ -81,8 +68,8 @@ def _free_name(base: str) -> str:
 
 
 @transaction.atomic
-def copy_scenario(
-    source: Scenario, *, name: str | None = None, user=None, tier: str | None = None
+def scenario_copy(
+    *, source: Scenario, name: str | None = None, user=None, tier: str | None = None
 ) -> Scenario:
     """An editable copy; with ``tier``, the curriculum tier's world parameters applied
     (negotiation.curriculum.apply_tier: personas, deception, rivals, volatility, ...)."""
@@ -96,7 +83,7 @@ def copy_scenario(
         config = apply_tier(engine_load_scenario(config), tier).model_dump(mode="json")
         description = f"{description} (curriculum tier: {tier})".strip()
     base = name or (f"{source.name}-{tier}" if tier else f"{source.name}-copy")
-    copy = create_scenario(
+    copy = scenario_create(
         name=_free_name(base[:100]), config=config, description=description, user=user
     )
     copy.preset_name = source.preset_name
@@ -107,7 +94,7 @@ def copy_scenario(
 
 
 @transaction.atomic
-def seed_presets() -> dict[str, int]:
+def presets_seed() -> dict[str, int]:
     """Load the built-in scenarios, catalogue and rule policies; safe to run repeatedly."""
     counts = {"scenarios_created": 0, "scenarios_updated": 0, "templates": 0, "policies": 0}
     for preset in list_presets():

@@ -25,22 +25,21 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from negotiation import run_episode
-from negotiation.llm.concurrent import run_episodes_concurrently
+from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
+from procurement.selectors.sweeps import SweepPins, sweep_pins
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
-from procurement.services.episode_runner import build_policy
-from procurement.services.episodes import build_episode
+from procurement.services.episode_runner import policy_build
+from procurement.services.episodes import episode_build
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
 from procurement.services.sweeps import (
     OPEN_CELL_STATUSES,
-    SweepPins,
-    close_sweep_if_done,
-    refresh_progress,
-    sweep_pins,
-    touch_sweep,
+    sweep_close_if_done,
+    sweep_progress_refresh,
+    sweep_touch,
 )
 
 log = logging.getLogger(__name__)
@@ -55,12 +54,12 @@ class Chunk:
     cell_ids: list[int]
 
 
-def start_sweep(sweep_id: int) -> list[Chunk]:
+def sweep_start(*, sweep_id: int) -> list[Chunk]:
     """Mark the sweep running and return its unfinished cells in chunks, one queue each."""
     Sweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).update(
         status=SweepStatus.RUNNING, started_at=timezone.now()
     )
-    touch_sweep(sweep_id)
+    sweep_touch(sweep_id=sweep_id)
     queues = sweep_pins(sweep_id).queues()
     by_queue: dict[str, list[int]] = {}
     pending = (
@@ -83,7 +82,7 @@ def _is_cancelled(sweep_id: int) -> bool:
     return status == SweepStatus.CANCELLED
 
 
-def run_cells(sweep_id: int, cell_ids: list[int]) -> int:
+def sweep_cells_run(*, sweep_id: int, cell_ids: list[int]) -> int:
     """Play and store the given cells, then close the sweep if none is left open.
 
     Returns how many cells this call finished (failed cells are not counted)."""
@@ -91,7 +90,7 @@ def run_cells(sweep_id: int, cell_ids: list[int]) -> int:
         SweepCell.objects.filter(pk__in=cell_ids, status__in=OPEN_CELL_STATUSES).update(
             status="cancelled"
         )
-        close_sweep_if_done(sweep_id)
+        sweep_close_if_done(sweep_id=sweep_id)
         return 0
     cells = list(
         SweepCell.objects.filter(pk__in=cell_ids, status__in=OPEN_CELL_STATUSES)
@@ -112,15 +111,15 @@ def run_cells(sweep_id: int, cell_ids: list[int]) -> int:
                 raise
             failed[cell.pk] = describe(exc)  # this cell alone fails; the chunk goes on
         if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL_S:
-            touch_sweep(sweep_id)
+            sweep_touch(sweep_id=sweep_id)
             last_beat = time.monotonic()
     for spec, group in llm_groups.items():
         _play_concurrently(sweep_id, spec, group, played, failed)
     completed = _store_or_isolate(played, failed)
-    touch_sweep(sweep_id)
+    sweep_touch(sweep_id=sweep_id)
     if (completed or failed) and throttle.allow(f"sweep-progress-{sweep_id}", PROGRESS_INTERVAL_S):
-        live.publish_sweep_progress(refresh_progress(Sweep.objects.get(pk=sweep_id)))
-    close_sweep_if_done(sweep_id)
+        live.publish_sweep_progress(sweep_progress_refresh(sweep=Sweep.objects.get(pk=sweep_id)))
+    sweep_close_if_done(sweep_id=sweep_id)
     return completed
 
 
@@ -129,7 +128,7 @@ def _split_by_model(cells: list[SweepCell], pins: SweepPins):
     rule: list[tuple[SweepCell, Episode]] = []
     llm: dict[LLMSpec, list[tuple[SweepCell, Episode]]] = {}
     for cell in cells:
-        episode = build_episode(
+        episode = episode_build(
             scenario=cell.scenario,
             policy=cell.policy,
             seed=cell.seed,
@@ -145,7 +144,7 @@ def _play(cell: SweepCell, episode: Episode) -> tuple[SweepCell, Episode, object
     started_at, t0 = timezone.now(), time.perf_counter()
     result = run_episode(
         episode.scenario_snapshot,
-        build_policy(episode.policy_snapshot, cell.seed),
+        policy_build(snapshot=episode.policy_snapshot, seed=cell.seed),
         cell.seed,
     )
     return _played(cell, episode, result, started_at, time.perf_counter() - t0)
@@ -169,12 +168,12 @@ def _play_concurrently(sweep_id: int, spec: LLMSpec, group, played: list, failed
 
     def job(cell: SweepCell, episode: Episode):
         def policy(backend):
-            return build_policy(episode.policy_snapshot, cell.seed, backend=backend)
+            return policy_build(snapshot=episode.policy_snapshot, seed=cell.seed, backend=backend)
 
         return episode.scenario_snapshot, policy, cell.seed
 
     started_at, t0 = timezone.now(), time.perf_counter()
-    with Heartbeat(lambda: touch_sweep(sweep_id)):
+    with Heartbeat(lambda: sweep_touch(sweep_id=sweep_id)):
         results = run_episodes_concurrently(
             [job(cell, episode) for cell, episode in group],
             backend=shared_batcher(spec),

@@ -7,7 +7,6 @@ play the pinned versions, never the live rows, so results stay one version each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -15,13 +14,15 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from procurement import dispatch
+from procurement.errors import Conflict
 from procurement.limits import validate_sweep_grid
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell, SweepStatus
 from procurement.models.status import TERMINAL_STATUSES
-from procurement.selectors.aggregates import leaderboard
+from procurement.run_plan import HUMAN_POLICY, RunPlan
+from procurement.selectors.sweeps import sweep_summary
 from procurement.services import live
-from procurement.services.episodes import Pinned, queue_for
-from procurement.services.quotas import check_llm_sweep_quota, uses_llm
+from procurement.services.quotas import llm_sweep_quota_check
 from procurement.services.run_status import cancel_run
 
 OPEN_CELL_STATUSES = ("pending", "running")
@@ -37,46 +38,8 @@ def _pin(scenarios: Sequence[Scenario], policies: Sequence[PolicyConfig]) -> dic
     }
 
 
-@dataclass(frozen=True)
-class SweepPins:
-    """A sweep's pinned scenarios and policies, read once per chunk of cells."""
-
-    pinned: dict[str, Any]
-
-    def for_cell(self, scenario_id: int, policy_id: int) -> Pinned:
-        scenario = self.pinned["scenarios"][str(scenario_id)]
-        policy = self.pinned["policies"][str(policy_id)]
-        return Pinned(
-            scenario["config"], scenario["version"], policy["snapshot"], policy["version"]
-        )
-
-    def queues(self) -> dict[tuple[int, int], str]:
-        """The queue of each (scenario id, policy id) pair, from the pinned versions."""
-        return {
-            (int(sid), int(pid)): queue_for(scenario["config"], policy["snapshot"])
-            for sid, scenario in self.pinned["scenarios"].items()
-            for pid, policy in self.pinned["policies"].items()
-        }
-
-    def versions(self) -> dict[str, dict[str, int]]:
-        """{"scenarios": {name: version}, "policies": {name: version}} for summaries."""
-        return {
-            "scenarios": {
-                s["config"]["name"]: s["version"] for s in self.pinned.get("scenarios", {}).values()
-            },
-            "policies": {
-                p["snapshot"]["name"]: p["version"]
-                for p in self.pinned.get("policies", {}).values()
-            },
-        }
-
-
-def sweep_pins(sweep_id: int) -> SweepPins:
-    return SweepPins(Sweep.objects.values_list("pinned", flat=True).get(pk=sweep_id))
-
-
 @transaction.atomic
-def create_sweep(
+def sweep_create(
     *,
     scenarios: Sequence[Scenario],
     policies: Sequence[PolicyConfig],
@@ -89,11 +52,15 @@ def create_sweep(
     validate_sweep_grid(
         scenarios=len(scenarios), policies=len(policies), seeds=seeds, seed_start=seed_start
     )
-    if any(p.policy == "human" for p in policies):
+    if any(p.policy == HUMAN_POLICY for p in policies):
         raise ValidationError({"policies": ["A human seat plays single episodes, not sweeps."]})
-    check_llm_sweep_quota(
+    llm_sweep_quota_check(
         user=user,
-        llm_pairs=(uses_llm(s.engine_config(), p.snapshot()) for s in scenarios for p in policies),
+        plans=(
+            RunPlan.of(scenario_config=s.engine_config(), policy_snapshot=p.snapshot())
+            for s in scenarios
+            for p in policies
+        ),
         seeds=seeds,
     )
     sweep = Sweep.objects.create(
@@ -116,14 +83,11 @@ def create_sweep(
         batch_size=2000,
     )
     if enqueue:
-        from workers.dispatch import enqueue as dispatch
-        from workers.tasks import run_sweep_task
-
-        dispatch(run_sweep_task, sweep.pk)
+        dispatch.enqueue(dispatch.RUN_SWEEP, sweep.pk)
     return sweep
 
 
-def refresh_progress(sweep: Sweep) -> Sweep:
+def sweep_progress_refresh(*, sweep: Sweep) -> Sweep:
     """Recount finished and failed cells from the cells themselves (the truth)."""
     counts = SweepCell.objects.filter(sweep=sweep).aggregate(
         done=Count("pk", filter=Q(status="finished")),
@@ -136,24 +100,15 @@ def refresh_progress(sweep: Sweep) -> Sweep:
     return sweep
 
 
-def sweep_summary(sweep: Sweep) -> dict:
-    rows = (
-        SweepCell.objects.filter(sweep=sweep, status="finished")
-        .values_list("scenario__name", "policy__name", "score", "metrics")
-        .iterator(chunk_size=2000)
-    )
-    return {"leaderboard": leaderboard(rows), "versions": sweep_pins(sweep.pk).versions()}
-
-
-def touch_sweep(sweep_id: int) -> None:
+def sweep_touch(*, sweep_id: int) -> None:
     """Record progress: the reconciler leaves a sweep with a recent heartbeat alone."""
     Sweep.objects.filter(pk=sweep_id).update(heartbeat_at=timezone.now())
 
 
-def finish_sweep(sweep: Sweep) -> Sweep:
+def sweep_finish(*, sweep: Sweep) -> Sweep:
     """Count the cells (exact: the cells are the truth), summarise, and close the sweep:
     finished when any cell finished, failed when none did, cancelled stays cancelled."""
-    refresh_progress(sweep)
+    sweep_progress_refresh(sweep=sweep)
     sweep.summary = sweep_summary(sweep)
     if sweep.status != SweepStatus.CANCELLED:
         sweep.status = SweepStatus.FINISHED if sweep.done_cells else SweepStatus.FAILED
@@ -172,7 +127,7 @@ def is_closed(sweep: Sweep) -> bool:
     return sweep.status in TERMINAL_STATUSES and bool(sweep.summary)
 
 
-def close_sweep_if_done(sweep_id: int) -> Sweep | None:
+def sweep_close_if_done(*, sweep_id: int) -> Sweep | None:
     """Finish the sweep when none of its cells is open any more; exactly once.
 
     Every chunk calls this when it ends; the row lock makes one caller the closer and the
@@ -183,11 +138,14 @@ def close_sweep_if_done(sweep_id: int) -> Sweep | None:
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
         if is_closed(sweep):
             return None
-        finish_sweep(sweep)
+        sweep_finish(sweep=sweep)
     live.publish_sweep_progress(sweep)
     return sweep
 
 
-def cancel_sweep(sweep: Sweep) -> bool:
-    """Cancel a queued or running sweep; its remaining chunks mark their cells cancelled."""
-    return cancel_run(sweep)
+def sweep_cancel(*, sweep: Sweep) -> Sweep:
+    """Cancel a queued or running sweep; its remaining chunks mark their cells cancelled.
+    Conflict when the sweep is already over."""
+    if not cancel_run(sweep):
+        raise Conflict(f"Sweep is {sweep.status}; only queued or running ones cancel.")
+    return sweep

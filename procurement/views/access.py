@@ -10,8 +10,8 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from procurement.errors import ApplicationError
 from procurement.roles import CAPABILITIES, Role, has_role, user_role
-from procurement.services.quotas import QuotaExceeded
 
 T = TypeVar("T")
 
@@ -28,8 +28,8 @@ def call_service(form, service: Callable[[], T]) -> T | None:
     land on the form and give None, so the page shows them instead of a 500."""
     try:
         return service()
-    except QuotaExceeded as exc:
-        form.add_error(None, str(exc))
+    except ApplicationError as exc:
+        form.add_error(None, exc.message)
     except ValidationError as exc:
         add_service_errors(form, exc)
     return None

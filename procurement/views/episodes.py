@@ -8,10 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from procurement.forms import StartEpisodeForm
 from procurement.models import Episode
 from procurement.roles import may_cancel_episode
+from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
-from procurement.services import live
-from procurement.services.episodes import start_episode
-from procurement.services.human_seat import is_human
+from procurement.services.episodes import episode_create
 from procurement.views.access import call_service, role_required
 
 
@@ -22,7 +21,7 @@ def episode_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         episode = call_service(
             form,
-            lambda: start_episode(
+            lambda: episode_create(
                 scenario=form.cleaned_data["scenario"],
                 policy=form.cleaned_data["policy"],
                 seed=form.cleaned_data["seed"],
@@ -39,17 +38,16 @@ def episode_new(request: HttpRequest) -> HttpResponse:
 @role_required("analyst")
 def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
     episode = get_object_or_404(Episode, pk=episode_id)
-    llm_suppliers = bool((episode.scenario_snapshot.get("supplier_llm") or {}).get("personas"))
     context = {
         "episode": episode,
         "page": {
             "episode": live.episode_payload(episode),
             "metrics": episode.metrics,
-            "boards": not llm_suppliers,
+            "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
             "error": episode.error,
         },
         "can_cancel": may_cancel_episode(request.user, episode),
-        "seat": is_human(episode.policy_snapshot) and episode.created_by_id == request.user.pk,
+        "seat": episode.run_plan.human_seat and episode.created_by_id == request.user.pk,
         "actions": action_form_spec(),
     }
     return render(request, "procurement/episode_detail.html", context)

@@ -8,8 +8,8 @@ from django.shortcuts import render
 from procurement.models import Sweep
 from procurement.roles import has_role, user_role
 from procurement.selectors.aggregates import episode_leaderboard
+from procurement.selectors.approvals import approval_payload, pending_approvals
 from procurement.selectors.episodes import episode_list
-from procurement.services.approvals import approval_payload, pending_approvals
 from procurement.views.access import role_required
 
 

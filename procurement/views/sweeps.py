@@ -8,9 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from procurement.forms import StartSweepForm
 from procurement.models import Sweep
 from procurement.roles import has_role
+from procurement.selectors import live
 from procurement.selectors.catalog import llm_names
-from procurement.services import live
-from procurement.services.sweeps import create_sweep
+from procurement.services.sweeps import sweep_create
 from procurement.views.access import call_service, role_required
 
 
@@ -21,7 +21,7 @@ def sweep_new(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         sweep = call_service(
             form,
-            lambda: create_sweep(
+            lambda: sweep_create(
                 scenarios=list(data["scenarios"]),
                 policies=list(data["policies"]),
                 seeds=data["seeds"],

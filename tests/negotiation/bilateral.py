@@ -11,7 +11,7 @@ from negotiation import ProcurementEnv, get_policy, load_scenario
 def redraw_tactics(env: ProcurementEnv, rng: random.Random) -> None:
     """Concession tactics from ranges wider than any persona's (as bench/quality.py's
     held-out "mixed" family), for checks that must hold off the personas' ranges."""
-    for h in env.hidden.values():
+    for h in env.world.hidden.values():
         h.time_weight, h.reciprocity = rng.uniform(0.1, 0.95), rng.uniform(0.2, 2.0)
         h.tft_window, h.quarter_pressure = rng.randint(1, 4), rng.uniform(0.0, 0.9)
         h.beta = math.exp(rng.uniform(math.log(0.12), math.log(5.0)))

@@ -15,19 +15,25 @@ def digest(env: ProcurementEnv) -> str:
         d.pop(k)
     hidden = {
         f"{k[0]}/{k[1]}": [h.reservation, h.last_counter, h.strikes]
-        for k, h in env.th_hidden.items()
+        for k, h in env.world.th_hidden.items()
     }
     sup = {
         sid: [h.true_reliability, sorted(h.true_capacity.items()), h.rival_push]
-        for sid, h in env.hidden.items()
+        for sid, h in env.world.hidden.items()
     }
     counters = {
         k: v
-        for k, v in env.counters.items()
+        for k, v in env.world.counters.as_dict().items()
         if k not in ("invalid_actions", "malformed_actions", "total_invalid_penalty")
     }
     return json.dumps(
-        {"obs": d, "hidden": hidden, "sup": sup, "rng": str(env.rng.getstate()), "c": counters},
+        {
+            "obs": d,
+            "hidden": hidden,
+            "sup": sup,
+            "rng": str(env.world.rng.getstate()),
+            "c": counters,
+        },
         sort_keys=True,
         default=str,
     )
@@ -41,7 +47,7 @@ def medium_env() -> ProcurementEnv:
 
 
 def first_supplier_for(env: ProcurementEnv, rid: str) -> str:
-    for s in env.suppliers:
+    for s in env.world.suppliers:
         if rid in s.list_prices and s.active:
             return s.id
     raise AssertionError("no supplier")
@@ -67,7 +73,7 @@ class OpenThread(NamedTuple):
 def r01_thread() -> OpenThread:
     env = ProcurementEnv(load_scenario("medium_adversarial"))
     env.reset(seed=5)
-    r = env.req_by_id["R01"]
-    sid = next(s.id for s in env.suppliers if "R01" in s.list_prices)
-    th = env.open_thread(sid, r)
-    return OpenThread(env, r, sid, th, env.th_hidden[(sid, "R01")])
+    r = env.world.req_by_id["R01"]
+    sid = next(s.id for s in env.world.suppliers if "R01" in s.list_prices)
+    th = env.world.open_thread(sid, r)
+    return OpenThread(env, r, sid, th, env.world.th_hidden[(sid, "R01")])

@@ -21,7 +21,7 @@ def _env(**over) -> ProcurementEnv:
 
 def _agree(env: ProcurementEnv, rid: str = "R01") -> tuple[str, float]:
     sid = first_supplier_for(env, rid)
-    sup = env.sup_by_id[sid]
+    sup = env.world.sup_by_id[sid]
     res = negotiate(env, sid, rid, round(sup.list_prices[rid] * 1.1, 2))
     assert res.info["valid"], res.info
     assert res.info["response"]["response"] == "accept"
@@ -31,7 +31,7 @@ def _agree(env: ProcurementEnv, rid: str = "R01") -> tuple[str, float]:
 def test_negotiate_opens_thread_and_gets_counter():
     env = _env()
     sid = first_supplier_for(env, "R01")
-    lp = env.sup_by_id[sid].list_prices["R01"]
+    lp = env.world.sup_by_id[sid].list_prices["R01"]
     res = negotiate(env, sid, "R01", round(lp * 0.8, 2))
     assert res.info["error"] is None and res.info["valid"]
     resp = res.info["response"]
@@ -44,7 +44,7 @@ def test_negotiate_opens_thread_and_gets_counter():
         "low_stock_claim",
     }
     assert all(0.0 <= v <= 1.0 for v in resp["tells"].values())
-    th = env.threads[(sid, "R01")]
+    th = env.world.threads[(sid, "R01")]
     assert len(th.rounds) == 1 and th.rounds[0].buyer_offer == round(lp * 0.8, 2)
     assert res.reward == 0.0
 
@@ -52,7 +52,7 @@ def test_negotiate_opens_thread_and_gets_counter():
 def test_negotiate_preconditions():
     env = _env()
     rid = "R01"
-    wrong = next(s.id for s in env.suppliers if rid not in s.list_prices)
+    wrong = next(s.id for s in env.world.suppliers if rid not in s.list_prices)
     res = negotiate(env, wrong, rid, 10.0)
     assert res.info["error"]["code"] == "category_mismatch"
     res = negotiate(env, "S99", rid, 10.0)
@@ -67,8 +67,8 @@ def test_negotiate_preconditions():
 def test_award_at_agreed_price_and_rule4():
     env = _env(pr_threshold=1e12)
     sid, price = _agree(env)
-    r = env.req_by_id["R01"]
-    qty = min(r.quantity_needed, env.sup_by_id[sid].capacity[r.category])
+    r = env.world.req_by_id["R01"]
+    qty = min(r.quantity_needed, env.world.sup_by_id[sid].capacity[r.category])
     # Naming a different (token) price is refused: awards only at the agreed price.
     res = env.step(
         {
@@ -80,7 +80,7 @@ def test_award_at_agreed_price_and_rule4():
         }
     )
     assert res.info["error"]["code"] == "price_mismatch"
-    before = env.budget_committed
+    before = env.world.budget_committed
     res = env.step(
         {
             "action_type": "award_contract",
@@ -90,11 +90,14 @@ def test_award_at_agreed_price_and_rule4():
         }
     )
     assert res.info["valid"], res.info
-    c = env.contracts[-1]
+    c = env.world.contracts[-1]
     assert c.unit_price == price and c.quantity == qty and c.supplier_id == sid
-    assert c.due_week == env.week + env.sup_by_id[sid].lead_time_weeks or env.week > c.awarded_week
-    assert math.isclose(env.budget_committed - before, qty * price)
-    assert env.threads[(sid, "R01")].status == "awarded"
+    assert (
+        c.due_week == env.world.week + env.world.sup_by_id[sid].lead_time_weeks
+        or env.world.week > c.awarded_week
+    )
+    assert math.isclose(env.world.budget_committed - before, qty * price)
+    assert env.world.threads[(sid, "R01")].status == "awarded"
     assert res.reward > 0
 
 
@@ -110,13 +113,13 @@ def test_award_without_agreement_is_impossible():
         }
     )
     assert res.info["error"]["code"] == "no_agreement"
-    assert not env.contracts
+    assert not env.world.contracts
 
 
 def test_award_at_standing_counter():
     env = _env(pr_threshold=1e12)
     sid = first_supplier_for(env, "R01")
-    lp = env.sup_by_id[sid].list_prices["R01"]
+    lp = env.world.sup_by_id[sid].list_prices["R01"]
     res = negotiate(env, sid, "R01", round(lp * 0.85, 2))
     if res.info["response"]["response"] != "counter":
         pytest.skip("seed produced no counter")
@@ -130,13 +133,13 @@ def test_award_at_standing_counter():
         }
     )
     assert res.info["valid"]
-    assert env.contracts[-1].unit_price == counter
+    assert env.world.contracts[-1].unit_price == counter
 
 
 def test_award_checks_quantity_budget_and_pr():
     env = _env(pr_threshold=1.0, pr_lead_weeks=0)
     sid, price = _agree(env)
-    r = env.req_by_id["R01"]
+    r = env.world.req_by_id["R01"]
     res = env.step(
         {
             "action_type": "award_contract",
@@ -155,7 +158,7 @@ def test_award_checks_quantity_budget_and_pr():
         }
     )
     assert res.info["error"]["code"] == "pr_required"
-    env.budget_total = env.budget_committed + 0.5 * price
+    env.world.budget_total = env.world.budget_committed + 0.5 * price
     res = env.step(
         {
             "action_type": "award_contract",
@@ -169,7 +172,7 @@ def test_award_checks_quantity_budget_and_pr():
 
 def test_raise_pr_lifecycle_and_guardrail():
     env = _env(pr_lead_weeks=1)
-    r = env.req_by_id["R01"]
+    r = env.world.req_by_id["R01"]
     cap = 1.1 * r.ceiling_unit_price * r.quantity_needed
     res = env.step({"action_type": "raise_pr", "requirement_id": "R01", "amount": cap * 1.5})
     assert res.info["error"]["code"] in ("amount_exceeds_guardrail", "budget_exceeded")
@@ -177,8 +180,8 @@ def test_raise_pr_lifecycle_and_guardrail():
         {"action_type": "raise_pr", "requirement_id": "R01", "amount": round(cap * 0.9, 2)}
     )
     assert res.info["valid"]
-    pr = env.prs[-1]
-    assert pr.status == "pending" and pr.matures_week == env.week + 1
+    pr = env.world.prs[-1]
+    assert pr.status == "pending" and pr.matures_week == env.world.week + 1
     env.step({"action_type": "defer"})
     assert pr.status == "pending"
     env.step({"action_type": "defer"})
@@ -189,17 +192,17 @@ def _two_agreements(env: ProcurementEnv) -> tuple[str, list[str], list[float]]:
     """A requirement two suppliers have agreed a price on, each able to supply all of it."""
     rid = next(
         r.id
-        for r in env.requirements
-        if sum(1 for s in env.suppliers if r.id in s.list_prices) >= 2
+        for r in env.world.requirements
+        if sum(1 for s in env.world.suppliers if r.id in s.list_prices) >= 2
     )
-    sids = [s.id for s in env.suppliers if rid in s.list_prices][:2]
+    sids = [s.id for s in env.world.suppliers if rid in s.list_prices][:2]
     prices = []
     for sid in sids:
-        res = negotiate(env, sid, rid, round(env.sup_by_id[sid].list_prices[rid] * 1.1, 2))
+        res = negotiate(env, sid, rid, round(env.world.sup_by_id[sid].list_prices[rid] * 1.1, 2))
         assert res.info["response"]["response"] == "accept"
         prices.append(res.info["response"]["price"])
-        r = env.req_by_id[rid]
-        env.sup_by_id[sid].capacity[r.category] = r.quantity_needed
+        r = env.world.req_by_id[rid]
+        env.world.sup_by_id[sid].capacity[r.category] = r.quantity_needed
     return rid, sids, prices
 
 
@@ -215,7 +218,7 @@ def test_awards_split_under_the_pr_threshold_need_a_pr_once_their_total_passes_i
     into awards under it needs approved PRs covering the whole once the total passes it."""
     env = _env(pr_lead_weeks=3, escalations=2)
     rid, (s1, s2), (p1, p2) = _two_agreements(env)
-    need = env.req_by_id[rid].quantity_needed
+    need = env.world.req_by_id[rid].quantity_needed
     q1 = need // 2
     env.cfg.pr_threshold = 1.05 * max(q1 * p1, (need - q1) * p2)  # each half passes alone
     env.cfg.pr_guardrail = 5.0  # the agreements are above the ceiling: room for both PRs
@@ -237,13 +240,13 @@ def test_awards_split_under_the_pr_threshold_need_a_pr_once_their_total_passes_i
         res = _award(env, s2, rid, need - q1)
         assert res.info["valid"] == (amount != cost2), res.info
     assert "short" in message
-    assert [pr.status for pr in env.prs] == ["approved", "approved"]
-    assert env.req_by_id[rid].quantity_needed == 0
+    assert [pr.status for pr in env.world.prs] == ["approved", "approved"]
+    assert env.world.req_by_id[rid].quantity_needed == 0
 
 
 def test_a_requirements_prs_together_ask_at_most_the_guardrail():
     env = _env(pr_lead_weeks=1)
-    r = env.req_by_id["R01"]
+    r = env.world.req_by_id["R01"]
     cap = env.cfg.pr_guardrail * r.ceiling_unit_price * r.quantity
     first = round(0.7 * cap, 2)
     assert env.step({"action_type": "raise_pr", "requirement_id": "R01", "amount": first}).info[
@@ -264,22 +267,30 @@ def test_a_requirements_prs_together_ask_at_most_the_guardrail():
 
 def test_defer_closes_week_and_moves_noncritical_deadline():
     env = _env()
-    w = env.week
+    w = env.world.week
     res = env.step({"action_type": "defer"})
-    assert res.info["valid"] and env.week == w + 1 and env.slot == 0
+    assert res.info["valid"] and env.world.week == w + 1 and env.world.slot == 0
     nc = next(
-        (r for r in env.requirements if not r.critical and r.deadline_week < env.cfg.weeks - 1),
+        (
+            r
+            for r in env.world.requirements
+            if not r.critical and r.deadline_week < env.cfg.weeks - 1
+        ),
         None,
     )
-    crit = next((r for r in env.requirements if r.critical), None)
+    crit = next((r for r in env.world.requirements if r.critical), None)
     if crit is not None:
         res = env.step({"action_type": "defer", "requirement_id": crit.id})
         assert res.info["error"]["code"] == "critical_deadline"
     if nc is not None:
         d = nc.deadline_week
-        committed = env.budget_committed
+        committed = env.world.budget_committed
         res = env.step({"action_type": "defer", "requirement_id": nc.id})
-        assert res.info["valid"] and nc.deadline_week == d + 1 and env.budget_committed > committed
+        assert (
+            res.info["valid"]
+            and nc.deadline_week == d + 1
+            and env.world.budget_committed > committed
+        )
         res = env.step({"action_type": "defer", "requirement_id": nc.id})
         assert res.info["error"]["code"] == "no_deferrals_left"
 
@@ -287,10 +298,10 @@ def test_defer_closes_week_and_moves_noncritical_deadline():
 def test_reject_is_final_and_reveals_nothing():
     env = _env()
     sid = first_supplier_for(env, "R01")
-    negotiate(env, sid, "R01", 1.0 * env.sup_by_id[sid].list_prices["R01"] * 0.9)
+    negotiate(env, sid, "R01", 1.0 * env.world.sup_by_id[sid].list_prices["R01"] * 0.9)
     res = env.step({"action_type": "reject", "supplier_id": sid, "requirement_id": "R01"})
     assert res.info["valid"] and res.info["response"] is None and res.reward == 0.0
-    assert env.threads[(sid, "R01")].status == "rejected"
+    assert env.world.threads[(sid, "R01")].status == "rejected"
     res = negotiate(env, sid, "R01", 10.0)
     assert res.info["error"]["code"] == "thread_closed"
     res = env.step({"action_type": "reject", "supplier_id": sid})
@@ -303,17 +314,17 @@ def test_hedge_splits_between_two_agreements():
     env = _env(pr_threshold=1e12)
     rid = next(
         r.id
-        for r in env.requirements
-        if sum(1 for s in env.suppliers if r.id in s.list_prices) >= 2
+        for r in env.world.requirements
+        if sum(1 for s in env.world.suppliers if r.id in s.list_prices) >= 2
     )
-    sids = [s.id for s in env.suppliers if rid in s.list_prices][:2]
+    sids = [s.id for s in env.world.suppliers if rid in s.list_prices][:2]
     for sid in sids:
-        res = negotiate(env, sid, rid, round(env.sup_by_id[sid].list_prices[rid] * 1.1, 2))
+        res = negotiate(env, sid, rid, round(env.world.sup_by_id[sid].list_prices[rid] * 1.1, 2))
         assert res.info["response"]["response"] == "accept"
-    r = env.req_by_id[rid]
+    r = env.world.req_by_id[rid]
     need = r.quantity_needed
     for sid in sids:
-        env.sup_by_id[sid].capacity[r.category] = need
+        env.world.sup_by_id[sid].capacity[r.category] = need
     res = env.step(
         {
             "action_type": "hedge",
@@ -324,9 +335,9 @@ def test_hedge_splits_between_two_agreements():
         }
     )
     assert res.info["valid"], res.info
-    a, b = env.contracts[-2:]
+    a, b = env.world.contracts[-2:]
     assert a.quantity + b.quantity == need and a.hedge and b.hedge
-    assert env.counters["hedges"] == 1
+    assert env.world.counters.hedges == 1
     res = env.step(
         {
             "action_type": "hedge",
@@ -341,7 +352,7 @@ def test_hedge_splits_between_two_agreements():
 
 def test_escalate_pr_and_thread():
     env = _env(pr_lead_weeks=3, escalations=2)
-    r = env.req_by_id["R01"]
+    r = env.world.req_by_id["R01"]
     env.step(
         {
             "action_type": "raise_pr",
@@ -350,15 +361,19 @@ def test_escalate_pr_and_thread():
         }
     )
     res = env.step({"action_type": "escalate", "requirement_id": "R01"})
-    assert res.info["valid"] and env.prs[-1].status == "approved" and env.escalations_left == 1
+    assert (
+        res.info["valid"]
+        and env.world.prs[-1].status == "approved"
+        and env.world.escalations_left == 1
+    )
     sid = first_supplier_for(env, "R02")
-    res = negotiate(env, sid, "R02", round(env.sup_by_id[sid].list_prices["R02"] * 0.8, 2))
+    res = negotiate(env, sid, "R02", round(env.world.sup_by_id[sid].list_prices["R02"] * 0.8, 2))
     if res.info["response"]["response"] == "counter":
         before = res.info["response"]["price"]
         res = env.step({"action_type": "escalate", "requirement_id": "R02", "supplier_id": sid})
         assert res.info["valid"]
         after = res.info["response"]["price"]
-        hid = env.th_hidden[(sid, "R02")]
+        hid = env.world.th_hidden[(sid, "R02")]
         assert hid.reservation < after <= before
     res = env.step({"action_type": "escalate", "requirement_id": "R03"})
     assert res.info["error"]["code"] in ("nothing_to_escalate", "no_escalations_left")
@@ -469,13 +484,13 @@ def test_escalate_pr_and_thread():
 def test_invalid_actions_change_nothing_but_the_slot(action, code):
     env = _env()
     before = digest(env)
-    slot = env.slot
+    slot = env.world.slot
     res = env.step(action)
     assert res.info["valid"] is False
     assert res.info["error"]["code"] == code
     assert isinstance(res.info["error"]["message"], str) and res.info["error"]["message"]
     assert res.reward < 0
-    assert env.slot == slot + 1 and env.steps_taken == 1
+    assert env.world.slot == slot + 1 and env.world.steps_taken == 1
     assert digest(env) == before
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.guard import BAND
+from negotiation.suppliers.guard import BAND
 
 PRESETS = ["easy_negotiation", "medium_adversarial", "hard_arena", "bilateral_deceptive"]
 
@@ -62,29 +62,32 @@ actions = st.one_of(
 def _check_invariants(env: ProcurementEnv, res) -> None:
     assert isinstance(res.reward, float) and math.isfinite(res.reward)
     assert 0.0 <= res.info["running_score"] <= 1.0
-    assert env.budget_committed <= env.budget_total + 1e-6
-    for r in env.requirements:
+    assert env.world.budget_committed <= env.world.budget_total + 1e-6
+    for r in env.world.requirements:
         assert r.delivered + r.pending <= r.quantity
     resp = res.info["response"]
     if resp is not None:
-        hid = env.th_hidden[(resp["supplier_id"], resp["requirement_id"])]
+        hid = env.world.th_hidden[(resp["supplier_id"], resp["requirement_id"])]
         if resp["response"] == "accept":
             assert resp["price"] >= hid.reservation - 1e-9  # rule 1
         elif resp["response"] == "counter":
             assert resp["price"] >= hid.reservation * (1 + BAND) - 1e-6  # rule 1 + band
-    for key, th in env.threads.items():
-        hid = env.th_hidden[key]
+    for key, th in env.world.threads.items():
+        hid = env.world.th_hidden[key]
         counters = [
             rd.supplier_price for rd in th.rounds if rd.response in ("counter", "escalation")
         ]
         assert all(b <= a + 1e-9 for a, b in itertools.pairwise(counters))  # rule 3
         for rd in th.rounds:
             assert f"{hid.reservation:.2f}" not in rd.message  # rule 2
-    for c in env.contracts:
-        th = env.threads[(c.supplier_id, c.requirement_id)]
+    for c in env.world.contracts:
+        th = env.world.threads[(c.supplier_id, c.requirement_id)]
         offered = {rd.buyer_offer for rd in th.rounds} | {rd.supplier_price for rd in th.rounds}
         assert c.unit_price in offered  # rule 4: only at an agreed/standing price
-        assert c.unit_price >= env.th_hidden[(c.supplier_id, c.requirement_id)].reservation - 1e-9
+        assert (
+            c.unit_price
+            >= env.world.th_hidden[(c.supplier_id, c.requirement_id)].reservation - 1e-9
+        )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,8 +108,8 @@ def test_random_actions_never_raise_and_keep_rules(preset, seed, seq):
 
 def _adversarial_action(env: ProcurementEnv, i: int, rng) -> dict:
     """Plausible but hostile: lowballs, offer ladders, award spam, reject/escalate/defer spam."""
-    r = rng.choice(env.requirements)
-    sups = [s for s in env.suppliers if r.id in s.list_prices] or env.suppliers
+    r = rng.choice(env.world.requirements)
+    sups = [s for s in env.world.suppliers if r.id in s.list_prices] or env.world.suppliers
     s = rng.choice(sups)
     lp = s.list_prices.get(r.id, r.reference_price)
     kind = rng.random()

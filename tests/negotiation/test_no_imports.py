@@ -30,7 +30,7 @@ def test_engine_imports_no_django_or_torch():
 
 
 def test_catalogue_has_50_realistic_items():
-    from negotiation.catalogue import get_catalogue
+    from negotiation.world.catalogue import get_catalogue
 
     cat = get_catalogue()
     assert len(cat.items) >= 50
@@ -38,3 +38,48 @@ def test_catalogue_has_50_realistic_items():
         assert it.name and it.category and it.unit
         assert it.typical_unit_price > 0
         assert 0 < it.order_qty_min <= it.order_qty_max
+
+
+# The engine core: the loop, its rules and the world. Language models reach it only as
+# supplier or buyer policies, never as an import (not even for a type).
+CORE = (
+    "env.py",
+    "action_spec.py",
+    "actions.py",
+    "observation.py",
+    "scoring.py",
+    "config.py",
+    "scenarios.py",
+    "metrics.py",
+    "week.py",
+    "runner.py",
+    "world",
+)
+
+
+def _absolute(path: Path, node: ast.ImportFrom, root: Path) -> str:
+    """The dotted module an ImportFrom names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    package = list(path.relative_to(root.parent).with_suffix("").parts[:-1])
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def test_engine_core_never_imports_the_llm_package():
+    root = Path(negotiation.__file__).parent
+    paths = [
+        p for c in CORE for p in ((root / c).rglob("*.py") if (root / c).is_dir() else [root / c])
+    ]
+    assert len(paths) > len(CORE)
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                module = _absolute(path, node, root)
+                names = [module, *(f"{module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith("negotiation.llm"), f"{path} imports {name}"

@@ -40,7 +40,7 @@ HIDDEN_WORDS = (
 
 
 def _secret(env, sid, rid) -> set[float]:
-    h = env.th_hidden[(sid, rid)]
+    h = env.world.th_hidden[(sid, rid)]
     return {round(h.reservation, 2), round(h.cost, 2)}
 
 
@@ -62,7 +62,7 @@ def test_obs_and_info_never_contain_persona_or_reservation():
                         round(x, 2) for x in _numbers({"m": resp["message"], "p": resp["price"]})
                     }
                     offer = (
-                        env.threads[(resp["supplier_id"], resp["requirement_id"])]
+                        env.world.threads[(resp["supplier_id"], resp["requirement_id"])]
                         .rounds[-1]
                         .buyer_offer
                     )
@@ -135,7 +135,7 @@ def test_reject_reward_is_identical_for_every_persona():
     for seed in range(6):
         env = ProcurementEnv(load_scenario("medium_adversarial"))
         env.reset(seed=seed)
-        for s in env.suppliers:
+        for s in env.world.suppliers:
             res = env.step({"action_type": "reject", "supplier_id": s.id})
             if res.info["valid"]:
                 rewards.add(res.reward)
@@ -158,7 +158,7 @@ def test_supplier_wording_hints_but_never_identifies_a_persona() -> None:
     import random
     from collections import defaultdict
 
-    from negotiation.suppliers import pick_message
+    from negotiation.suppliers.rule import pick_message
 
     sources: dict[str, set[str]] = defaultdict(set)
     rng = random.Random(0)

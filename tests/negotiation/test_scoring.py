@@ -59,10 +59,12 @@ def test_score_is_verifiable_from_state():
     while not env.done:
         obs = env.step(pol.act(obs)).observation
     total = wsum = 0.0
-    for r in env.requirements:
+    for r in env.world.requirements:
         w = 2.0 if r.critical else 1.0
         wsum += w
-        cs = [c for c in env.contracts if c.requirement_id == r.id and c.delivered_quantity > 0]
+        cs = [
+            c for c in env.world.contracts if c.requirement_id == r.id and c.delivered_quantity > 0
+        ]
         q = sum(c.delivered_quantity for c in cs)
         v = 0.0
         if q:
@@ -82,8 +84,8 @@ def test_score_is_verifiable_from_state():
             total += w * (0.5 * f * (FULFIL + VALUE * v) - env.cfg.failure_cost * (1 - f))
     expect = (
         total / wsum
-        - env.cfg.deferral_cost * env.counters["deferrals"]
-        - env.cfg.escalation_cost * env.counters["escalations"]
+        - env.cfg.deferral_cost * env.world.counters.deferrals
+        - env.cfg.escalation_cost * env.world.counters.escalations
     )
     assert math.isclose(env.score().score, max(0.0, min(1.0, expect)), abs_tol=1e-9)
 
@@ -94,14 +96,16 @@ def test_weekly_cycle_runs_market_rival_and_disruptions():
     for seed in range(6):
         env = ProcurementEnv(load_scenario("hard_arena"))
         env.reset(seed=seed)
-        idx0 = dict(env.market.index)
-        caps0 = {s.id: dict(env.hidden[s.id].true_capacity) for s in env.suppliers}
+        idx0 = dict(env.world.market.index)
+        caps0 = {s.id: dict(env.world.hidden[s.id].true_capacity) for s in env.world.suppliers}
         while not env.done:
             env.step({"action_type": "defer"})
-        seen |= {e.kind for e in env.events}
-        moved |= env.market.index != idx0
-        booked = any(env.hidden[s].true_capacity[c] < caps0[s][c] for s in caps0 for c in caps0[s])
-        assert booked == (env.counters["rival_bookings"] > 0)
+        seen |= {e.kind for e in env.world.events}
+        moved |= env.world.market.index != idx0
+        booked = any(
+            env.world.hidden[s].true_capacity[c] < caps0[s][c] for s in caps0 for c in caps0[s]
+        )
+        assert booked == (env.world.counters.rival_bookings > 0)
     assert moved
     assert {
         "rival",

@@ -17,7 +17,7 @@ from procurement.models import (
     Sweep,
     SweepCell,
 )
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -43,7 +43,7 @@ def user_with_role(db, django_user_model) -> Callable:
         username = username or f"{role or 'norole'}{next(counter)}"
         if role is None:
             return django_user_model.objects.create_user(username=username, password=PASSWORD)
-        user, _ = create_user(username=username, role=role, password=PASSWORD)
+        user, _ = user_create(username=username, role=role, password=PASSWORD)
         return user
 
     return make

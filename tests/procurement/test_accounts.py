@@ -8,21 +8,21 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from procurement.roles import has_role, user_role
-from procurement.services.accounts import create_user, ensure_role_groups
+from procurement.services.accounts import role_groups_ensure, user_create
 from tests.procurement.conftest import PASSWORD
 
 
 @pytest.mark.django_db
 def test_create_user_puts_the_user_in_exactly_one_role_group() -> None:
-    user, password = create_user(username="ann", role="analyst")
+    user, password = user_create(username="ann", role="analyst")
     assert password and user.check_password(password)
     assert list(user.groups.values_list("name", flat=True)) == ["analyst"]
     assert not user.is_staff
-    user, password = create_user(username="ann", role="admin")
+    user, password = user_create(username="ann", role="admin")
     assert password is None  # re-roling keeps the password
     assert list(user.groups.values_list("name", flat=True)) == ["admin"]
     assert user.is_staff
-    user, password = create_user(username="ann", role="ops", password="new-pass-123")
+    user, password = user_create(username="ann", role="ops", password="new-pass-123")
     assert password == "new-pass-123" and user.check_password("new-pass-123")
     assert not user.is_staff
 
@@ -39,7 +39,7 @@ def test_create_user_puts_the_user_in_exactly_one_role_group() -> None:
 )
 def test_create_user_rejects_bad_input(django_user_model, username, role, field) -> None:
     with pytest.raises(ValidationError) as err:
-        create_user(username=username, role=role)
+        user_create(username=username, role=role)
     assert field in err.value.message_dict
     assert not django_user_model.objects.exists()
 
@@ -56,18 +56,18 @@ def test_create_user_rejects_bad_input(django_user_model, username, role, field)
 )
 def test_create_user_refuses_a_weak_password(django_user_model, username, password,
                                              message) -> None:  # fmt: skip
-    # Before: create_user(password="a") made a user who logs in with "a".
+    # Before: user_create(password="a") made a user who logs in with "a".
     with pytest.raises(ValidationError) as err:
-        create_user(username=username, role="analyst", password=password)
+        user_create(username=username, role="analyst", password=password)
     assert message in " ".join(err.value.message_dict["password"])
     assert not django_user_model.objects.exists()
 
 
 @pytest.mark.django_db
 def test_a_weak_password_leaves_an_existing_user_unchanged() -> None:
-    user, password = create_user(username="ann", role="analyst")
+    user, password = user_create(username="ann", role="analyst")
     with pytest.raises(ValidationError):
-        create_user(username="ann", role="admin", password="a")
+        user_create(username="ann", role="admin", password="a")
     user.refresh_from_db()
     assert user.check_password(password) and not user.check_password("a")
     assert list(user.groups.values_list("name", flat=True)) == ["analyst"]
@@ -75,13 +75,13 @@ def test_a_weak_password_leaves_an_existing_user_unchanged() -> None:
 
 @pytest.mark.django_db
 def test_role_groups_and_admin_permissions() -> None:
-    groups = ensure_role_groups()
+    groups = role_groups_ensure()
     assert set(groups) == {"analyst", "ops", "admin"}
     assert Group.objects.count() == 3
     perms = set(groups["admin"].permissions.values_list("codename", flat=True))
     assert {"add_scenario", "change_scenario", "view_episode", "view_decision"} <= perms
     assert not perms & {"change_episode", "delete_decision", "add_episode"}
-    ensure_role_groups()  # idempotent
+    role_groups_ensure()  # idempotent
     assert Group.objects.count() == 3
 
 
@@ -145,10 +145,10 @@ def test_healthz_and_login_need_no_login_but_admin_and_docs_do(client) -> None:
 def test_overview_shows_recent_episodes_and_the_leaderboard(client, user_with_role, preset,
                                                             expert) -> None:  # fmt: skip
     from procurement.models import Episode
-    from procurement.services.episodes import start_episode
+    from procurement.services.episodes import episode_create
 
     for seed, score in ((1, 0.6), (2, 0.8)):
-        episode = start_episode(scenario=preset, policy=expert, seed=seed, enqueue=False)
+        episode = episode_create(scenario=preset, policy=expert, seed=seed, enqueue=False)
         Episode.objects.filter(pk=episode.pk).update(
             status="finished", score=score, metrics={"deal_rate": 1.0, "buyer_share": 0.5}
         )

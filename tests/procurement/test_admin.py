@@ -10,8 +10,8 @@ from django.utils.html import escape
 
 from procurement import scenario_form
 from procurement.models import Decision, Episode, Scenario
-from procurement.services.episodes import append_decisions, claim_episode, start_episode
-from procurement.services.scenarios import copy_scenario
+from procurement.services.episodes import episode_claim, episode_create, episode_decisions_append
+from procurement.services.scenarios import scenario_copy
 
 ADD_URL = "/admin/procurement/scenario/add/"
 
@@ -97,7 +97,7 @@ def test_bad_parameter_is_shown_on_its_field_and_nothing_is_saved(
 
 @pytest.mark.django_db
 def test_change_form_validates_and_bumps_version_on_real_change(admin_client, preset) -> None:
-    scenario = copy_scenario(preset, name="editable")
+    scenario = scenario_copy(source=preset, name="editable")
     url = change_url(scenario)
     assert admin_client.get(url).status_code == 200
 
@@ -186,11 +186,11 @@ def test_copy_at_a_curriculum_tier_action(admin_client, preset) -> None:
 def test_copy_at_an_unknown_tier_is_refused_and_creates_nothing(preset) -> None:
     from django.core.exceptions import ValidationError
 
-    from procurement.services.scenarios import copy_scenario
+    from procurement.services.scenarios import scenario_copy
 
     before = Scenario.objects.count()
     with pytest.raises(ValidationError, match="Unknown tier"):
-        copy_scenario(preset, tier="grandmaster")
+        scenario_copy(source=preset, tier="grandmaster")
     assert Scenario.objects.count() == before
 
 
@@ -212,10 +212,10 @@ def test_run_episode_now_action(admin_client, preset, django_capture_on_commit_c
 
 @pytest.mark.django_db
 def test_episodes_and_decisions_are_read_only(admin_client, preset, expert) -> None:
-    episode = start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
-    append_decisions(
-        episode,
-        attempt=claim_episode(episode),
+    episode = episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
+    episode_decisions_append(
+        episode=episode,
+        attempt=episode_claim(episode=episode),
         records=[
             {
                 "step": 0,
@@ -261,10 +261,10 @@ def test_non_admin_roles_cannot_use_the_admin(client, user_with_role) -> None:
 
 @pytest.mark.django_db
 def test_every_admin_page_renders(admin_client, preset, expert) -> None:
-    from procurement.services.sweeps import create_sweep
+    from procurement.services.sweeps import sweep_create
 
-    sweep = create_sweep(scenarios=[preset], policies=[expert], seeds=1, enqueue=False)
-    start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=1, enqueue=False)
+    episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
     for model in ("scenario", "episode", "decision", "sweep", "sweepcell", "policyconfig",
                   "requirementtemplate", "supplierprofile"):  # fmt: skip
         assert admin_client.get(f"/admin/procurement/{model}/").status_code == 200, model

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from procurement.models import PolicyConfig, Scenario
-from procurement.services.episodes import start_episode
-from procurement.services.scenarios import create_scenario
-from procurement.services.sweeps import create_sweep
+from procurement.services.episodes import episode_create
+from procurement.services.scenarios import scenario_create
+from procurement.services.sweeps import sweep_create
 from tests.procurement.test_admin import change_url, form_data, form_errors
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ POLICY_ADD_URL = "/admin/procurement/policyconfig/add/"
 def api_scenario(seeded) -> Scenario:
     """Created the way the API creates one: items and roster in the config, no catalogue
     entries selected."""
-    return create_scenario(
+    return scenario_create(
         name="api-made",
         description="old",
         config={"weeks": 5, "n_suppliers": 4, "items": ITEMS, "supplier_roster": ROSTER},
@@ -87,7 +87,7 @@ def test_a_changed_catalogue_selection_replaces_the_items(admin_client, api_scen
 def test_deleting_a_scenario_a_sweep_refers_to_shows_the_protected_page(
     admin_client, api_scenario, expert, snapshot_counts
 ):
-    create_sweep(scenarios=[api_scenario], policies=[expert], seeds=2, enqueue=False)
+    sweep_create(scenarios=[api_scenario], policies=[expert], seeds=2, enqueue=False)
     before = snapshot_counts()
     url = f"/admin/procurement/scenario/{api_scenario.pk}/delete/"
     for response in (admin_client.get(url), admin_client.post(url, {"post": "yes"})):
@@ -144,7 +144,7 @@ def test_policy_admin_saves_through_the_services(admin_client, preset):
     policy.refresh_from_db()
     assert (policy.params, policy.version) == ({"fraction": 0.6}, 2)
     # in use: the protected page, nothing deleted
-    start_episode(scenario=preset, policy=policy, seed=0, enqueue=False)
+    episode_create(scenario=preset, policy=policy, seed=0, enqueue=False)
     url = f"/admin/procurement/policyconfig/{policy.pk}/delete/"
     response = admin_client.post(url, {"post": "yes"})
     assert response.status_code == 200 and "is used by 0 sweep(s) and 1 episode(s)" in (

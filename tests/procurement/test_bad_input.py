@@ -24,14 +24,14 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 import procurement
-from procurement.asgi import application
+from config.asgi import application
+from config.routing import websocket_urlpatterns
 from procurement.consumers import NotFoundConsumer
 from procurement.limits import DEPTH_PROBLEM, MAX_JSON_DEPTH, MAX_SEED, NUL_PROBLEM
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
-from procurement.routing import websocket_urlpatterns
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from procurement.services.evaluations import evaluation_create
-from procurement.services.sweeps import create_sweep
+from procurement.services.sweeps import sweep_create
 from tests.websockets import ORIGIN, refused_code
 
 NUL = "\u0000"
@@ -44,8 +44,8 @@ def rows(seeded) -> dict[str, int]:
     """One row of every kind a path parameter can name."""
     scenario = Scenario.objects.get(name="easy_negotiation")
     expert = PolicyConfig.objects.get(name="expert")
-    episode = start_episode(scenario=scenario, policy=expert, seed=1, enqueue=False)
-    sweep = create_sweep(scenarios=[scenario], policies=[expert], seeds=2, enqueue=False)
+    episode = episode_create(scenario=scenario, policy=expert, seed=1, enqueue=False)
+    sweep = sweep_create(scenarios=[scenario], policies=[expert], seeds=2, enqueue=False)
     evaluation = evaluation_create(policies="expert", scenarios="bilateral", seeds=2)
     return {"episodes": episode.pk, "sweeps": sweep.pk, "scenarios": scenario.pk,
             "policies": expert.pk, "presets": "easy_negotiation",
@@ -210,15 +210,15 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
 ) -> None:
     @sync_to_async
     def setup() -> tuple[tuple[bytes, bytes], dict[str, str], dict[str, int]]:
-        from procurement.services.scenarios import seed_presets
+        from procurement.services.scenarios import presets_seed
 
-        seed_presets()
+        presets_seed()
         client = Client()
         client.force_login(user_with_role("ops"))
         scenario = Scenario.objects.get(name="easy_negotiation")
         expert = PolicyConfig.objects.get(name="expert")
-        episode = start_episode(scenario=scenario, policy=expert, seed=1, enqueue=False)
-        sweep = create_sweep(scenarios=[scenario], policies=[expert], seeds=1, enqueue=False)
+        episode = episode_create(scenario=scenario, policy=expert, seed=1, enqueue=False)
+        sweep = sweep_create(scenarios=[scenario], policies=[expert], seeds=1, enqueue=False)
         paths = {"episode_id": f"/ws/episodes/{episode.pk}/", "sweep_id": f"/ws/sweeps/{sweep.pk}/"}
         cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
         return cookie, paths, snapshot_counts()

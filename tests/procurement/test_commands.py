@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from negotiation import list_presets
 from procurement.models import PolicyConfig, Scenario, SweepCell
-from procurement.services.sweeps import create_sweep
+from procurement.services.sweeps import sweep_create
 
 
 @pytest.mark.django_db
@@ -74,7 +74,7 @@ def test_create_user_refuses_a_weak_password(django_user_model) -> None:
 
 @pytest.fixture
 def finished_sweep(preset, expert):
-    sweep = create_sweep(scenarios=[preset], policies=[expert], seeds=2, enqueue=False)
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=2, enqueue=False)
     SweepCell.objects.filter(sweep=sweep, seed=0).update(
         status="finished", score=0.5, metrics={"deal_rate": 1.0, "buyer_share": 0.4}
     )

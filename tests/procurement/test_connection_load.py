@@ -25,6 +25,9 @@ from tests.servers import PostgresServer, RedisServer, postgres_bindir
 
 pytestmark = [
     pytest.mark.postgres,
+    # one worker: one private server for the module, and no sibling worker's load in the
+    # burst it measures
+    pytest.mark.xdist_group("connection_load"),
     pytest.mark.skipif(postgres_bindir() is None, reason="needs PostgreSQL server binaries"),
 ]
 

@@ -13,15 +13,15 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from procurement.asgi import application
+from config.asgi import application
 from procurement.consumers import READ_ONLY
-from procurement.services.episode_runner import run_stored_episode
-from procurement.services.episodes import start_episode
+from procurement.publish import bind_server_loop
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
 from procurement.services.live import encoded
-from procurement.services.scenarios import seed_presets
-from procurement.services.sweeps import create_sweep
+from procurement.services.scenarios import presets_seed
+from procurement.services.sweeps import sweep_create
 from tests.websockets import ORIGIN, refused_code
-from workers.publish import bind_server_loop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,8 +43,8 @@ def _session_cookie(user_with_role, role: str | None) -> tuple[bytes, bytes]:
 def _episode(seed: int = 4):
     from procurement.models import PolicyConfig, Scenario
 
-    seed_presets()
-    return start_episode(
+    presets_seed()
+    return episode_create(
         scenario=Scenario.objects.get(name="easy_negotiation"),
         policy=PolicyConfig.objects.get(name="expert"),
         seed=seed,
@@ -60,7 +60,7 @@ async def _connect(path: str, *headers) -> tuple[WebsocketCommunicator, bool, in
 
 def _run(episode_id: int) -> None:
     try:
-        run_stored_episode(episode_id)
+        episode_run(episode_id=episode_id)
     finally:
         connections.close_all()
 
@@ -148,7 +148,7 @@ async def test_sweep_and_overview_snapshots_and_read_only_errors(user_with_role)
     def make_sweep():
         from procurement.models import PolicyConfig, Scenario
 
-        return create_sweep(
+        return sweep_create(
             scenarios=[Scenario.objects.get(name="hard_arena")],
             policies=[PolicyConfig.objects.get(name="random")],
             seeds=3,

@@ -37,7 +37,7 @@ print(json.dumps({"max_age": db["CONN_MAX_AGE"], "pool": db["OPTIONS"].get("pool
 
 def _database_settings(**env: str) -> subprocess.CompletedProcess[str]:
     """The DATABASES entry a fresh full-mode process builds from ``env`` alone."""
-    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "procurement.settings"}
+    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings"}
     base |= {"DATABASE_URL": "postgres://u:p@db.example:5432/arena", "SECRET_KEY": "k" * 60}
     return subprocess.run(
         [sys.executable, "-c", PROBE],

@@ -25,7 +25,7 @@ connection.close()
 
 
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "procurement.settings"}
+    env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings"}
     env["DATA_DIR"] = str(tmp_path)
     out = subprocess.run(
         [sys.executable, *argv],

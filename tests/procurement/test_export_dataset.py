@@ -1,6 +1,6 @@
 """manage.py export_dataset: chat-format training records from stored, finished episodes.
 
-The episodes are really played (start_episode + the runner), and each record's prompt is
+The episodes are really played (episode_create + the runner), and each record's prompt is
 checked against what an LLM buyer in that seat would have read: the same episode played
 in process by a policy that renders the LLM buyer's prompt before each decision.
 """
@@ -16,14 +16,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from negotiation import get_policy, run_episode
-from negotiation.llm.actions_schema import parse_action
-from negotiation.llm.prompts import buyer_messages
+from negotiation.policies.action_schema import parse_action
 from negotiation.policies.base import Policy
+from negotiation.policies.prompts import buyer_messages
 from procurement.models import Episode, PolicyConfig, Scenario
-from procurement.services.episode_runner import run_stored_episode
-from procurement.services.episodes import start_episode
-from procurement.services.scenarios import copy_scenario
-from tests.llm_models import build_tiny_model
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
+from procurement.services.scenarios import scenario_copy
 
 pytestmark = pytest.mark.django_db
 
@@ -33,13 +32,13 @@ SCALAR_COLUMNS |= {"policy", "seed"}
 
 
 def play(scenario: str, policy: str, seed: int) -> Episode:
-    episode = start_episode(
+    episode = episode_create(
         scenario=Scenario.objects.get(name=scenario),
         policy=PolicyConfig.objects.get(name=policy),
         seed=seed,
         enqueue=False,
     )
-    episode = run_stored_episode(episode.pk, live_updates=False)
+    episode = episode_run(episode_id=episode.pk, live_updates=False)
     assert episode.status == "finished", episode.error
     return episode
 
@@ -47,7 +46,7 @@ def play(scenario: str, policy: str, seed: int) -> Episode:
 @pytest.fixture
 def played(seeded) -> list[Episode]:
     """Short episodes of two scenarios and three policies, and one that is not finished."""
-    start_episode(
+    episode_create(
         scenario=Scenario.objects.get(name="easy_negotiation"),
         policy=PolicyConfig.objects.get(name="expert"),
         seed=9,
@@ -204,16 +203,13 @@ def test_an_unwritable_output_is_a_clear_error(played, tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2")
-
-
 @pytest.mark.django_db(transaction=True)  # an LLM episode hands its connection back
 def test_episodes_with_llm_suppliers_are_skipped_and_the_summary_says_so(
     played, tiny_model, tmp_path
 ) -> None:
-    llm = copy_scenario(Scenario.objects.get(name="llm_bilateral"), name="llm-bilateral-tiny")
+    llm = scenario_copy(
+        source=Scenario.objects.get(name="llm_bilateral"), name="llm-bilateral-tiny"
+    )
     llm.config = {**llm.config, "supplier_llm": {**llm.config["supplier_llm"]}}
     llm.config["supplier_llm"]["model"] = str(tiny_model)
     llm.save(update_fields=["config"])

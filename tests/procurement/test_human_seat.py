@@ -11,8 +11,8 @@ from django.utils import timezone
 from negotiation import ProcurementEnv, get_policy, load_scenario
 from procurement.models import Decision, Episode, PolicyConfig, Scenario
 from procurement.services import human_seat
-from procurement.services.episode_runner import run_stored_episode
-from procurement.services.episodes import start_episode
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def seat(api_client_for, seeded):
     analyst = api_client_for("analyst")
-    episode = start_episode(
+    episode = episode_create(
         scenario=Scenario.objects.get(name="bilateral_hardball"),
         policy=PolicyConfig.objects.get(name="human"),
         seed=0,
@@ -81,7 +81,7 @@ def test_a_human_playing_the_experts_moves_gets_the_experts_score(seat) -> None:
         assert _act(analyst, episode, action).status_code == 201
         observation = env.step(action).observation
     episode.refresh_from_db()
-    assert episode.status == "finished" and episode.steps == env.steps_taken
+    assert episode.status == "finished" and episode.steps == env.world.steps_taken
     assert episode.score == pytest.approx(env.score().score)
 
 
@@ -92,10 +92,12 @@ def test_an_idle_seat_is_handed_to_the_fallback_which_finishes_it(seat) -> None:
     assert human_seat.idle_seats() == []
     Episode.objects.filter(pk=episode.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     [idle] = human_seat.idle_seats()
-    assert human_seat.hand_over(idle) and not human_seat.hand_over(idle)  # once
+    assert human_seat.seat_hand_over(episode=idle) and not human_seat.seat_hand_over(
+        episode=idle
+    )  # once
     assert (idle.queue, idle.policy_snapshot["policy"]) == ("cpu", "expert")
     assert idle.policy_name == "human then expert"
-    run_stored_episode(idle.pk, live_updates=False)
+    episode_run(episode_id=idle.pk, live_updates=False)
     idle.refresh_from_db()
     actors = list(idle.decisions.order_by("step").values_list("actor", flat=True))
     assert idle.status == "finished" and actors[0] == "human" and set(actors[1:]) == {"policy"}

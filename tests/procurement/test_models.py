@@ -13,7 +13,7 @@ from procurement.models import (
     Sweep,
     SweepCell,
 )
-from procurement.services.episodes import build_episode
+from procurement.services.episodes import episode_build
 
 
 def _decision(episode: Episode, step: int) -> Decision:
@@ -30,7 +30,7 @@ def _decision(episode: Episode, step: int) -> Decision:
 
 @pytest.fixture
 def episode(preset, expert) -> Episode:
-    episode = build_episode(scenario=preset, policy=expert, seed=3)
+    episode = episode_build(scenario=preset, policy=expert, seed=3)
     episode.save()
     return episode
 
@@ -41,7 +41,7 @@ def test_decision_step_is_unique_per_episode(episode, preset, expert) -> None:
     _decision(episode, 0).save()
     with pytest.raises(IntegrityError), transaction.atomic():
         _decision(episode, 0).save()
-    other = build_episode(scenario=preset, policy=expert, seed=4)
+    other = episode_build(scenario=preset, policy=expert, seed=4)
     other.save()
     _decision(other, 0).save()  # the same step in another episode is fine
     assert Decision.objects.count() == 2
@@ -94,18 +94,18 @@ def test_episode_snapshots_survive_edits_and_their_scenario_cannot_be_deleted(
     preset, expert
 ) -> None:
     from procurement.services.protection import InUseError
-    from procurement.services.scenarios import copy_scenario, delete_scenario, update_scenario
+    from procurement.services.scenarios import scenario_copy, scenario_delete, scenario_update
 
-    scenario = copy_scenario(preset, name="mine")
-    episode = build_episode(scenario=scenario, policy=expert, seed=1)
+    scenario = scenario_copy(source=preset, name="mine")
+    episode = episode_build(scenario=scenario, policy=expert, seed=1)
     episode.save()
     weeks = episode.scenario_snapshot["weeks"]
-    update_scenario(scenario, config={**scenario.config, "weeks": weeks + 1})
+    scenario_update(scenario=scenario, config={**scenario.config, "weeks": weeks + 1})
     episode.refresh_from_db()
     assert episode.scenario_snapshot["weeks"] == weeks
     assert episode.scenario_version == 1
     with pytest.raises(InUseError, match="'mine' is used by 0 sweep\\(s\\) and 1 episode"):
-        delete_scenario(scenario)  # results refer to it: refused, not orphaned
+        scenario_delete(scenario=scenario)  # results refer to it: refused, not orphaned
     episode.refresh_from_db()
     assert episode.scenario_id == scenario.pk
     assert episode.scenario_name == "mine"

@@ -1,4 +1,4 @@
-"""/openenv/ on the real site (daphne serving procurement.asgi, as `make run` does): the
+"""/openenv/ on the real site (daphne serving workers.embedded, as `make run` does): the
 OpenEnv server behind the API's own login, over HTTP and WebSocket, with the package's
 GenericEnvClient."""
 
@@ -19,9 +19,11 @@ from openenv.core import GenericEnvClient
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from negotiation.interfaces.session import TrainingSession
 from negotiation.policies import get_policy
-from negotiation.session import TrainingSession
 from tests.browser import PASSWORD, EmbeddedSite
+
+pytestmark = pytest.mark.xdist_group("openenv_mount")  # one site for the module
 
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 60.0}  # first use imports openenv
 

@@ -9,9 +9,10 @@ import pytest
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
-from procurement.services.episode_runner import run_stored_episode
-from procurement.services.episodes import next_free_seed, start_episode
-from procurement.services.sweeps import create_sweep
+from procurement.selectors.episodes import next_free_seed
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
+from procurement.services.sweeps import sweep_create
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +25,8 @@ def _client(client, user_with_role, role):
 
 
 def _finished(preset, expert, seed=3, user=None) -> Episode:
-    episode = start_episode(scenario=preset, policy=expert, seed=seed, user=user, enqueue=False)
-    return run_stored_episode(episode.pk, live_updates=False)
+    episode = episode_create(scenario=preset, policy=expert, seed=seed, user=user, enqueue=False)
+    return episode_run(episode_id=episode.pk, live_updates=False)
 
 
 @pytest.mark.parametrize("path", ["/", "/episodes/new/"])
@@ -110,7 +111,7 @@ def test_a_bad_step_is_a_400(api_client_for, preset, expert, step) -> None:
 
 
 def test_past_states_of_llm_supplier_episodes_are_a_409_that_says_why(api_client_for, seeded):
-    episode = start_episode(
+    episode = episode_create(
         scenario=Scenario.objects.get(name="llm_bilateral"),
         policy=PolicyConfig.objects.get(name="expert"),
         seed=1,
@@ -123,12 +124,12 @@ def test_past_states_of_llm_supplier_episodes_are_a_409_that_says_why(api_client
 
 def test_analysts_cancel_only_their_own_episodes(api_client_for, preset, expert) -> None:
     mine, theirs = api_client_for("analyst"), api_client_for("analyst")
-    episode = start_episode(scenario=preset, policy=expert, seed=1, user=mine.user, enqueue=False)
+    episode = episode_create(scenario=preset, policy=expert, seed=1, user=mine.user, enqueue=False)
     refused = theirs.post(f"/api/episodes/{episode.pk}/cancel/")
     assert refused.status_code == 403
     assert Episode.objects.get(pk=episode.pk).status == "queued"
     assert mine.post(f"/api/episodes/{episode.pk}/cancel/").status_code == 200
-    other = start_episode(scenario=preset, policy=expert, seed=2, user=mine.user, enqueue=False)
+    other = episode_create(scenario=preset, policy=expert, seed=2, user=mine.user, enqueue=False)
     assert api_client_for("ops").post(f"/api/episodes/{other.pk}/cancel/").status_code == 200
 
 
@@ -141,7 +142,8 @@ def test_the_api_takes_a_scenario_and_a_policy_by_name_or_by_id(
         "/api/episodes/", {"scenario": preset.name, "policy": "expert"}, format="json"
     )
     assert by_id.status_code == by_name.status_code == 201
-    assert by_name.json()["seed"] == next_free_seed(preset, expert) - 1  # took the next one
+    next_seed = next_free_seed(scenario=preset, policy=expert)
+    assert by_name.json()["seed"] == next_seed - 1  # took the next one
     sweep = api.post(
         "/api/sweeps/",
         {"scenarios": [preset.pk], "policies": ["expert", expert.pk + 1000], "seeds": 1},
@@ -165,13 +167,13 @@ def test_admin_and_schema_docs_are_branded_and_link_back(admin_client) -> None:
 
 
 def _sweep(preset, expert, seeds=3):
-    from procurement.services.sweep_runner import run_cells, start_sweep
-    from procurement.services.sweeps import close_sweep_if_done
+    from procurement.services.sweep_runner import sweep_cells_run, sweep_start
+    from procurement.services.sweeps import sweep_close_if_done
 
-    sweep = create_sweep(scenarios=[preset], policies=[expert], seeds=seeds, enqueue=False)
-    for chunk in start_sweep(sweep.pk):
-        run_cells(sweep.pk, chunk.cell_ids)
-    close_sweep_if_done(sweep.pk)
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=seeds, enqueue=False)
+    for chunk in sweep_start(sweep_id=sweep.pk):
+        sweep_cells_run(sweep_id=sweep.pk, cell_ids=chunk.cell_ids)
+    sweep_close_if_done(sweep_id=sweep.pk)
     sweep.refresh_from_db()
     return sweep
 

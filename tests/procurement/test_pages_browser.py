@@ -20,7 +20,7 @@ from tests.browser import (
     screenshot,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("pages_browser")]  # one site
 
 
 @pytest.fixture(scope="module")

@@ -52,3 +52,15 @@ def test_llm_cells_per_sweep_are_limited(
     assert ops.post("/api/sweeps/", {**grid, "seeds": 10}, format="json").status_code == 201
     rule_only = {**grid, "policies": ["expert"], "seeds": 50}
     assert ops.post("/api/sweeps/", rule_only, format="json").status_code == 201
+
+
+def test_a_supplier_llm_that_names_no_persona_is_not_llm_work(
+    api_client_for, preset, settings
+) -> None:
+    # It plays rule suppliers: cpu queue, and no LLM quota to count against.
+    settings.LLM_MAX_ACTIVE_EPISODES_PER_USER = 0
+    preset.config = {**preset.config, "supplier_llm": {"model": "x", "personas": []}}
+    preset.save()
+    body = {"scenario": preset.pk, "policy": "expert", "seed": 1}
+    started = api_client_for("analyst").post("/api/episodes/", body, format="json")
+    assert started.status_code == 201 and started.json()["queue"] == "cpu"

@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig
 from procurement.services import episodes as svc
-from procurement.services.episode_runner import run_stored_episode
+from procurement.services.episode_runner import episode_run
 
 
 def record(step: int, week: int = 0) -> dict:
@@ -30,25 +31,27 @@ def record(step: int, week: int = 0) -> dict:
 
 @pytest.fixture
 def episode(preset, expert) -> Episode:
-    return svc.start_episode(scenario=preset, policy=expert, seed=11, enqueue=False)
+    return svc.episode_create(scenario=preset, policy=expert, seed=11, enqueue=False)
 
 
 @pytest.mark.django_db
 def test_start_episode_snapshots_and_dispatches_after_commit(
     preset, expert, django_capture_on_commit_callbacks, monkeypatch
 ) -> None:
-    from workers.tasks import run_episode_task
+    from procurement import dispatch
 
     sent = []
     monkeypatch.setattr(
-        run_episode_task, "apply_async", lambda args, kwargs, **opts: sent.append((args, opts))
+        dispatch.producer(),
+        "send_task",
+        lambda name, args, ignore_result, **opts: sent.append((name, args, opts)),
     )
     with override_settings(TASK_RUNNER="celery"):
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            episode = svc.start_episode(scenario=preset, policy=expert, seed=5)
+            episode = svc.episode_create(scenario=preset, policy=expert, seed=5)
         assert len(callbacks) == 1 and sent == []  # nothing is sent before the commit
         callbacks[0]()
-    assert sent == [((episode.pk,), {"queue": "cpu"})]
+    assert sent == [(dispatch.RUN_EPISODE, (episode.pk,), {"queue": "cpu"})]
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.QUEUED
     assert (episode.scenario_name, episode.policy_name, episode.seed) == (
@@ -66,19 +69,21 @@ def test_start_episode_without_enqueue_sends_nothing(
     preset, expert, django_capture_on_commit_callbacks
 ) -> None:
     with django_capture_on_commit_callbacks() as callbacks:
-        svc.start_episode(scenario=preset, policy=expert, seed=5, enqueue=False)
+        svc.episode_create(scenario=preset, policy=expert, seed=5, enqueue=False)
     assert callbacks == []
 
 
 @pytest.mark.django_db
 def test_llm_work_goes_to_the_gpu_queue(preset) -> None:
     llm = PolicyConfig.objects.create(name="llm-a", policy="llm", backend="vllm", model="/m")
-    assert svc.build_episode(scenario=preset, policy=llm, seed=0).queue == "gpu"
+    assert svc.episode_build(scenario=preset, policy=llm, seed=0).queue == "gpu"
     rule = PolicyConfig.objects.get(name="expert")
-    assert (
-        svc.queue_for({**preset.config, "supplier_llm": {"model": "x"}}, rule.snapshot()) == "gpu"
-    )
-    assert svc.queue_for(preset.config, rule.snapshot()) == "cpu"
+    llm_suppliers = {"model": "x", "personas": ["hardball"]}
+    preset.config = {**preset.config, "supplier_llm": llm_suppliers}
+    assert svc.episode_build(scenario=preset, policy=rule, seed=0).queue == "gpu"
+    # A supplier_llm that names no persona plays rule suppliers: cpu work.
+    preset.config = {**preset.config, "supplier_llm": {"model": "x"}}
+    assert svc.episode_build(scenario=preset, policy=rule, seed=0).queue == "cpu"
 
 
 @pytest.mark.django_db
@@ -92,13 +97,20 @@ def test_append_decisions_is_one_insert_whatever_the_batch(
     fields = [f for f in Decision._meta.concrete_fields if not f.primary_key]
     batch = min(1000, connection.ops.bulk_batch_size(fields, records) or 1000)
     inserts = 0 if connection.vendor == "postgresql" else math.ceil(len(records) / batch)
-    attempt = svc.claim_episode(episode)
+    attempt = svc.episode_claim(episode=episode)
     with django_assert_num_queries(3 + inserts):
-        assert svc.append_decisions(episode, records, attempt=attempt) == 200
+        assert (
+            svc.episode_decisions_append(episode=episode, records=records, attempt=attempt) == 200
+        )
     with django_assert_num_queries(3 + (0 if connection.vendor == "postgresql" else 1)):
-        assert svc.append_decisions(episode, [record(200)], attempt=attempt, actor="human") == 1
+        assert (
+            svc.episode_decisions_append(
+                episode=episode, records=[record(200)], attempt=attempt, actor="human"
+            )
+            == 1
+        )
     with django_assert_num_queries(0):
-        assert svc.append_decisions(episode, [], attempt=attempt) == 0
+        assert svc.episode_decisions_append(episode=episode, records=[], attempt=attempt) == 0
     episode.refresh_from_db()
     assert episode.steps == 201
     assert Decision.objects.filter(episode=episode).count() == 201
@@ -111,37 +123,46 @@ def test_append_decisions_is_one_insert_whatever_the_batch(
 def test_only_the_newest_attempt_writes(episode) -> None:
     """A re-delivered task claims the episode anew; the attempt it replaced writes nothing
     more (its batch is refused whole), and cannot finish or fail the episode."""
-    old = svc.claim_episode(episode)
-    assert old == 1 and svc.append_decisions(episode, [record(0)], attempt=old) == 1
-    new = svc.claim_episode(Episode.objects.get(pk=episode.pk))
+    old = svc.episode_claim(episode=episode)
+    assert (
+        old == 1
+        and svc.episode_decisions_append(episode=episode, records=[record(0)], attempt=old) == 1
+    )
+    new = svc.episode_claim(episode=Episode.objects.get(pk=episode.pk))
     assert new == 2
     with pytest.raises(svc.AttemptSuperseded):
-        svc.append_decisions(episode, [record(1), record(2)], attempt=old)
+        svc.episode_decisions_append(episode=episode, records=[record(1), record(2)], attempt=old)
     assert Decision.objects.filter(episode=episode).count() == 1
-    assert not svc.finish_episode(episode, attempt=old, score=1.0, metrics={}, engine_seconds=0)
-    assert not svc.fail_episode(episode, "stale attempt", attempt=old)
-    assert svc.append_decisions(episode, [record(1)], attempt=new) == 1
-    assert svc.finish_episode(episode, attempt=new, score=0.5, metrics={}, engine_seconds=0)
+    assert not svc.episode_finish(
+        episode=episode, attempt=old, score=1.0, metrics={}, engine_seconds=0
+    )
+    assert not svc.episode_fail(episode=episode, error="stale attempt", attempt=old)
+    assert svc.episode_decisions_append(episode=episode, records=[record(1)], attempt=new) == 1
+    assert svc.episode_finish(episode=episode, attempt=new, score=0.5, metrics={}, engine_seconds=0)
     episode.refresh_from_db()
     assert (episode.status, episode.score, episode.steps) == ("finished", 0.5, 2)
 
 
 @pytest.mark.django_db
 def test_a_cancelled_episode_refuses_further_batches(episode) -> None:
-    attempt = svc.claim_episode(episode)
-    assert svc.cancel_episode(Episode.objects.get(pk=episode.pk))
+    attempt = svc.episode_claim(episode=episode)
+    svc.episode_cancel(episode=Episode.objects.get(pk=episode.pk))
     with pytest.raises(svc.AttemptSuperseded):
-        svc.append_decisions(episode, [record(0)], attempt=attempt)
+        svc.episode_decisions_append(episode=episode, records=[record(0)], attempt=attempt)
     assert not Decision.objects.filter(episode=episode).exists()
 
 
 @pytest.mark.django_db
 def test_finish_fail_and_cancel(episode) -> None:
-    attempt = svc.claim_episode(episode)
+    attempt = svc.episode_claim(episode=episode)
     assert episode.status == EpisodeStatus.RUNNING and attempt == episode.attempts == 1
     assert episode.started_at is not None
-    svc.finish_episode(
-        episode, attempt=attempt, score=0.75, metrics={"deal_rate": 1.0}, engine_seconds=0.01
+    svc.episode_finish(
+        episode=episode,
+        attempt=attempt,
+        score=0.75,
+        metrics={"deal_rate": 1.0},
+        engine_seconds=0.01,
     )
     episode.refresh_from_db()
     assert (episode.status, episode.score, episode.metrics) == (
@@ -150,19 +171,20 @@ def test_finish_fail_and_cancel(episode) -> None:
         {"deal_rate": 1.0},
     )
     assert episode.finished_at >= episode.started_at and episode.duration_seconds >= 0
-    assert svc.claim_episode(episode) is None  # a finished episode is never claimed again
-    assert not svc.cancel_episode(episode)
+    assert svc.episode_claim(episode=episode) is None  # a finished episode is never claimed again
+    with pytest.raises(Conflict, match="only queued or running ones cancel"):
+        svc.episode_cancel(episode=episode)
     assert episode.status == EpisodeStatus.FINISHED
 
 
 @pytest.mark.django_db
 def test_cancel_and_fail(preset, expert) -> None:
-    queued = svc.start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
-    assert svc.cancel_episode(queued)
+    queued = svc.episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
+    assert svc.episode_cancel(episode=queued) is queued
     assert queued.status == EpisodeStatus.CANCELLED and queued.finished_at
-    failing = svc.start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
-    attempt = svc.claim_episode(failing)
-    assert svc.fail_episode(failing, "x" * 10_000, attempt=attempt)
+    failing = svc.episode_create(scenario=preset, policy=expert, seed=2, enqueue=False)
+    attempt = svc.episode_claim(episode=failing)
+    assert svc.episode_fail(episode=failing, error="x" * 10_000, attempt=attempt)
     failing.refresh_from_db()
     assert failing.status == EpisodeStatus.FAILED and len(failing.error) == 5000
 
@@ -173,17 +195,17 @@ def test_replay_reproduces_the_stored_score(seeded, policy) -> None:
     from procurement.models import Scenario
 
     scenario = Scenario.objects.get(name="medium_adversarial")
-    episode = svc.start_episode(
+    episode = svc.episode_create(
         scenario=scenario, policy=PolicyConfig.objects.get(name=policy), seed=7, enqueue=False
     )
-    run_stored_episode(episode.pk, live_updates=False)
+    episode_run(episode_id=episode.pk, live_updates=False)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FINISHED, episode.error
     assert episode.steps == episode.decisions.count() > 0
     assert list(episode.decisions.values_list("step", flat=True)) == list(range(episode.steps))
     assert 0.0 <= episode.score <= 1.0
 
-    report = svc.replay_episode(episode)
+    report = svc.episode_replay(episode=episode)
     assert report.matches, report
     assert report.steps == episode.steps
     assert report.replayed_score == pytest.approx(episode.score, abs=1e-12)
@@ -191,7 +213,7 @@ def test_replay_reproduces_the_stored_score(seeded, policy) -> None:
     # a tampered stored score is detected
     Episode.objects.filter(pk=episode.pk).update(score=episode.score + 0.05)
     episode.refresh_from_db()
-    assert not svc.replay_episode(episode).matches
+    assert not svc.episode_replay(episode=episode).matches
 
 
 @pytest.mark.django_db
@@ -199,8 +221,8 @@ def test_the_largest_accepted_seed_runs_and_replays(preset) -> None:
     from procurement.api.serializers import MAX_SEED
 
     policy = PolicyConfig.objects.get(name="random")
-    episode = svc.start_episode(scenario=preset, policy=policy, seed=MAX_SEED, enqueue=False)
-    run_stored_episode(episode.pk, live_updates=False)
+    episode = svc.episode_create(scenario=preset, policy=policy, seed=MAX_SEED, enqueue=False)
+    episode_run(episode_id=episode.pk, live_updates=False)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FINISHED, episode.error
-    assert episode.seed == MAX_SEED and svc.replay_episode(episode).matches
+    assert episode.seed == MAX_SEED and svc.episode_replay(episode=episode).matches

@@ -46,7 +46,7 @@ TRANSPORT_WARNINGS = ("security.W004", "security.W008", "security.W012", "securi
 def _settings(
     env: dict[str, str], tmp_path: Path, argv: tuple[str, ...] = ("-c", PROBE)
 ) -> subprocess.CompletedProcess[str]:
-    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "procurement.settings"}
+    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings"}
     base["DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
         [sys.executable, *argv],
@@ -75,6 +75,20 @@ def test_embedded_default_needs_no_configuration(tmp_path: Path) -> None:
     again = _settings({}, tmp_path)
     assert json.loads(again.stdout)["secret_len"] == cfg["secret_len"]
     assert key_file.stat().st_mode & 0o077 == 0
+
+
+def test_importing_the_settings_writes_nothing(tmp_path: Path) -> None:
+    # Before: the import made DATA_DIR and STATIC_ROOT and wrote the embedded secret key.
+    probe = "import config.settings as s; print(s.EMBEDDED)"
+    out = _settings({}, tmp_path, ("-c", probe))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+    assert not (tmp_path / "data").exists()
+    # Django's set-up makes the folders; the key is written when it is first used.
+    setup = "import django; django.setup()"
+    assert _settings({}, tmp_path, ("-c", setup)).returncode == 0
+    assert (tmp_path / "data" / "static").is_dir()
+    assert not (tmp_path / "data" / "secret_key").exists()
 
 
 def test_full_mode_uses_postgres_redis_and_celery(tmp_path: Path) -> None:

@@ -92,8 +92,8 @@ class Stack:
         return self.django(
             "import json\n"
             "from procurement.models import PolicyConfig, Scenario\n"
-            "from procurement.services.sweeps import create_sweep\n"
-            f"s = create_sweep(scenarios=[Scenario.objects.get(name={scenario!r})],"
+            "from procurement.services.sweeps import sweep_create\n"
+            f"s = sweep_create(scenarios=[Scenario.objects.get(name={scenario!r})],"
             f" policies=[PolicyConfig.objects.get(name={policy!r})], seeds={seeds})\n"
             "print(json.dumps(s.pk))"
         )
@@ -102,8 +102,8 @@ class Stack:
         return self.django(
             "import json\n"
             "from procurement.models import PolicyConfig, Scenario\n"
-            "from procurement.services.episodes import start_episode\n"
-            f"e = start_episode(scenario=Scenario.objects.get(name={scenario!r}),"
+            "from procurement.services.episodes import episode_create\n"
+            f"e = episode_create(scenario=Scenario.objects.get(name={scenario!r}),"
             f" policy=PolicyConfig.objects.get(name={policy!r}), seed={seed})\n"
             "print(json.dumps(e.pk))"
         )

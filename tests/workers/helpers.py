@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from negotiation import run_episode
 from procurement.models import Episode, PolicyConfig, Scenario
-from procurement.services.scenarios import seed_presets
+from procurement.services.scenarios import presets_seed
 
 
 def seeded() -> tuple[dict[str, Scenario], dict[str, PolicyConfig]]:
-    seed_presets()
+    presets_seed()
     return (
         {s.name: s for s in Scenario.objects.all()},
         {p.name: p for p in PolicyConfig.objects.all()},

@@ -19,12 +19,6 @@ def test_app_is_json_only_with_late_acks_and_cpu_default() -> None:
     assert conf.task_default_queue == "cpu"
 
 
-def test_gpu_tasks_are_routed_to_the_gpu_queue() -> None:
-    router = app.amqp.router
-    assert router.route({}, "workers.gpu.run_llm_episode")["queue"].name == "gpu"
-    assert router.route({}, "workers.tasks.ping")["queue"].name == "cpu"
-
-
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_real_worker_process_executes_a_task_through_redis(celery_worker_process) -> None:

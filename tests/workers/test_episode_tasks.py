@@ -7,7 +7,7 @@ from django.db import OperationalError
 
 from procurement.models import Decision, Episode, EpisodeStatus
 from procurement.services import episode_runner
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
 from workers.tasks import run_episode_task
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _episode(scenario: str = "medium_adversarial", policy: str = "expert", seed: int = 3):
     scenarios, policies = seeded()
-    return start_episode(
+    return episode_create(
         scenario=scenarios[scenario], policy=policies[policy], seed=seed, enqueue=False
     )
 
@@ -37,7 +37,7 @@ def test_decisions_are_written_in_batches_not_per_step(django_assert_max_num_que
     episode = _episode(seed=5)
     # claim + replay read + one INSERT/UPDATE pair and a status check per batch + finish
     with django_assert_max_num_queries(20):
-        episode_runner.run_stored_episode(episode.pk, live_updates=False)
+        episode_runner.episode_run(episode_id=episode.pk, live_updates=False)
     episode.refresh_from_db()
     assert episode.steps > 20
 
@@ -46,7 +46,7 @@ def test_an_interrupted_episode_resumes_from_its_stored_steps() -> None:
     episode = _episode(seed=11)
     reference = engine_score(episode)
     # Simulate a worker that died after storing the first steps of the episode.
-    episode_runner.run_stored_episode(episode.pk, live_updates=False)
+    episode_runner.episode_run(episode_id=episode.pk, live_updates=False)
     episode.refresh_from_db()
     full = list(episode.decisions.order_by("step").values("step", "action", "running_score"))
     keep = len(full) // 2
@@ -75,41 +75,41 @@ def test_a_finished_episode_is_not_run_twice() -> None:
 def test_infrastructure_errors_are_retried_and_engine_errors_are_not(monkeypatch) -> None:
     episode = _episode(seed=4)
     calls = {"n": 0}
-    real = episode_runner.run_stored_episode
+    real = episode_runner.episode_run
 
-    def flaky(episode_id: int, **kwargs):
+    def flaky(*, episode_id: int, **kwargs):
         calls["n"] += 1
         if calls["n"] < 3:
             raise OperationalError("server closed the connection unexpectedly")
-        return real(episode_id, **kwargs)
+        return real(episode_id=episode_id, **kwargs)
 
-    monkeypatch.setattr(episode_runner, "run_stored_episode", flaky)
+    monkeypatch.setattr(episode_runner, "episode_run", flaky)
     result = run_episode_task.apply(args=[episode.pk])
     assert result.successful() and calls["n"] == 3
 
-    def broken(episode_id: int, **kwargs):
+    def broken(*, episode_id: int, **kwargs):
         calls["n"] += 1
         raise ZeroDivisionError("engine bug")
 
     calls["n"] = 0
-    monkeypatch.setattr(episode_runner, "run_stored_episode", broken)
+    monkeypatch.setattr(episode_runner, "episode_run", broken)
     result = run_episode_task.apply(args=[episode.pk])
     assert result.failed() and calls["n"] == 1
 
 
 def test_cancelling_stops_a_running_episode_at_the_next_batch(monkeypatch) -> None:
-    from procurement.services.episodes import cancel_episode
+    from procurement.services.episodes import episode_cancel
 
     episode = _episode(scenario="hard_arena", seed=1)
     monkeypatch.setattr(episode_runner, "BATCH_STEPS", 5)
-    original = episode_runner.append_decisions
+    original = episode_runner.episode_decisions_append
 
-    def cancel_after_first_batch(ep, records, **kw):
-        rows = original(ep, records, **kw)
-        cancel_episode(Episode.objects.get(pk=ep.pk))
+    def cancel_after_first_batch(*, episode, **kw):
+        rows = original(episode=episode, **kw)
+        episode_cancel(episode=Episode.objects.get(pk=episode.pk))
         return rows
 
-    monkeypatch.setattr(episode_runner, "append_decisions", cancel_after_first_batch)
-    episode = episode_runner.run_stored_episode(episode.pk, live_updates=False)
+    monkeypatch.setattr(episode_runner, "episode_decisions_append", cancel_after_first_batch)
+    episode = episode_runner.episode_run(episode_id=episode.pk, live_updates=False)
     assert episode.status == EpisodeStatus.CANCELLED
     assert episode.decisions.count() == 5

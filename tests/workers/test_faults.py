@@ -25,7 +25,12 @@ from tests.conftest import ROOT
 from tests.servers import PostgresServer, free_port, wait_port
 from tests.workers.fault_stack import PASSWORD, Stack, wait_until
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.celery_worker]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.celery_worker,
+    pytest.mark.xdist_group("fault_stack"),  # one worker: one private PostgreSQL (stack_pg)
+]
 
 
 @pytest.fixture
@@ -46,8 +51,8 @@ def test_broker_down_when_runs_are_created(stack: Stack) -> None:
         "import json, time\n"
         "from rest_framework.test import APIClient\n"
         "from procurement.models import Scenario\n"
-        "from procurement.services.accounts import create_user\n"
-        f"user, _ = create_user(username='ops1', role='ops', password={PASSWORD!r})\n"
+        "from procurement.services.accounts import user_create\n"
+        f"user, _ = user_create(username='ops1', role='ops', password={PASSWORD!r})\n"
         "client = APIClient(); client.force_authenticate(user)\n"
         "easy = Scenario.objects.get(name='easy_negotiation')\n"
         "t = time.monotonic()\n"
@@ -151,7 +156,7 @@ class EmbeddedServer:
         argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
         log = open(os.path.join(self.env["DATA_DIR"], "daphne.log"), "a")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [*argv, "procurement.asgi:application"],
+            [*argv, "workers.embedded:application"],
             cwd=ROOT,
             env=self.env,
             stdout=log,

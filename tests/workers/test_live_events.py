@@ -13,11 +13,11 @@ from channels.layers import get_channel_layer
 from django.db import connections
 from django.test import override_settings
 
-from procurement.services.episode_runner import run_stored_episode
-from procurement.services.episodes import start_episode
+from procurement.publish import bind_server_loop
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
 from procurement.services.live import event_content
 from tests.workers.helpers import seeded
-from workers.publish import bind_server_loop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,7 +32,7 @@ async def _close_thread_connections():
 @sync_to_async
 def _new_episode(seed: int):
     scenarios, policies = seeded()
-    return start_episode(
+    return episode_create(
         scenario=scenarios["medium_adversarial"],
         policy=policies["expert"],
         seed=seed,
@@ -42,7 +42,7 @@ def _new_episode(seed: int):
 
 def _run_in_worker_thread(episode_id: int) -> None:
     try:
-        run_stored_episode(episode_id)
+        episode_run(episode_id=episode_id)
     finally:
         connections.close_all()  # this thread's connection must not outlive the test
 
@@ -91,12 +91,12 @@ async def test_every_decision_of_a_single_episode_is_published(layer_backend: st
 
 @override_settings(TASK_RUNNER="thread", SWEEP_CHUNK_CELLS=1)
 async def test_sweep_progress_is_throttled_to_four_messages_a_second() -> None:
-    from procurement.services.sweeps import create_sweep
+    from procurement.services.sweeps import sweep_create
     from workers.inprocess import get_runner
 
     layer = get_channel_layer()
     scenarios, policies = await sync_to_async(seeded)()
-    sweep = await sync_to_async(create_sweep)(
+    sweep = await sync_to_async(sweep_create)(
         scenarios=[scenarios["hard_arena"]],
         policies=[policies["expert"]],
         seeds=60,
@@ -110,7 +110,7 @@ async def test_sweep_progress_is_throttled_to_four_messages_a_second() -> None:
         bind_server_loop(asyncio.get_running_loop())
 
     started = time.monotonic()
-    get_runner().submit(run_sweep_task, (sweep.pk,))
+    get_runner().submit(run_sweep_task.name, (sweep.pk,))
     stamps, last = [], None
     while last is None or last["sweep"]["status"] == "running":
         last = event_content(await asyncio.wait_for(layer.receive(channel), 30))

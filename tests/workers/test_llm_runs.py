@@ -19,25 +19,19 @@ from django.test import override_settings
 from negotiation.llm import ChatResult, LLMBackend
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, SweepCell
-from procurement.services.episodes import start_episode
+from procurement.services.episodes import episode_create
 from procurement.services.live import event_content
-from procurement.services.scenarios import copy_scenario
-from procurement.services.sweeps import create_sweep
-from tests.llm_models import build_tiny_model
+from procurement.services.scenarios import scenario_copy
+from procurement.services.sweeps import sweep_create
 from tests.workers.helpers import assert_contiguous_decisions, seeded
 
 LLM_ACTORS = {"llm", "fallback:expert"}
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2"))
-
-
 def _llm_world(model: str, *, mode: str = "free") -> tuple[Scenario, PolicyConfig]:
     """The llm_bilateral preset and an LLM buyer, both on ``model``."""
     scenarios, _ = seeded()
-    scenario = copy_scenario(scenarios["llm_bilateral"], name=f"llm-bilateral-{mode}")
+    scenario = scenario_copy(source=scenarios["llm_bilateral"], name=f"llm-bilateral-{mode}")
     scenario.config = {**scenario.config, "supplier_llm": {**scenario.config["supplier_llm"]}}
     scenario.config["supplier_llm"]["model"] = model
     scenario.save(update_fields=["config"])
@@ -64,9 +58,9 @@ def _assert_llm_decisions(episode: Episode) -> None:
 def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) -> None:
     from workers.inprocess import get_runner
 
-    scenario, llm = _llm_world(tiny_model)
+    scenario, llm = _llm_world(str(tiny_model))
     expert = PolicyConfig.objects.get(name="expert")
-    sweep = create_sweep(scenarios=[scenario], policies=[llm, expert], seeds=6)
+    sweep = sweep_create(scenarios=[scenario], policies=[llm, expert], seeds=6)
     assert get_runner().join(timeout=600)
     sweep.refresh_from_db()
     assert (sweep.status, sweep.done_cells, sweep.failed_cells) == ("finished", 12, 0)
@@ -74,7 +68,7 @@ def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) ->
         _assert_llm_decisions(cell.episode)
     # the six LLM cells (buyers and suppliers) shared batches: far fewer model calls than
     # requests, and batches of up to every live episode
-    batcher = shared_batcher(LLMSpec("transformers", tiny_model))
+    batcher = shared_batcher(LLMSpec("transformers", str(tiny_model)))
     stats = batcher.inner.stats
     assert stats.requests > stats.calls and max(stats.batch_sizes) >= 6
 
@@ -84,8 +78,8 @@ def test_an_llm_sweep_batches_its_cells_and_stores_every_decision(tiny_model) ->
 def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None:
     from workers.inprocess import get_runner
 
-    scenario, narrator = _llm_world(tiny_model, mode="narrator")
-    episode = start_episode(scenario=scenario, policy=narrator, seed=3)
+    scenario, narrator = _llm_world(str(tiny_model), mode="narrator")
+    episode = episode_create(scenario=scenario, policy=narrator, seed=3)
     assert get_runner().join(timeout=300)
     episode.refresh_from_db()
     assert episode.status == EpisodeStatus.FINISHED, episode.error
@@ -101,6 +95,7 @@ def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.celery_worker
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # about 300 s on two loaded cores
 def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
     stack_pg,
@@ -189,18 +184,18 @@ def test_a_slow_llm_episode_is_not_resumed_while_its_process_lives(settings) -> 
 
     from negotiation.llm import shared
     from negotiation.llm.batching import BatchingBackend
-    from procurement.services.episode_runner import run_stored_episode
-    from workers.recovery import reconcile
+    from procurement.services.episode_runner import episode_run
+    from procurement.services.recovery import reconcile
 
     settings.RUN_STALL_SECONDS = 2.0  # heartbeat every 0.5 s
     scenario, policy = _llm_world("slow-model")
     spec = LLMSpec("transformers", "slow-model")
     shared._batchers[spec] = BatchingBackend(SlowBackend(delay=3.0))
-    episode = start_episode(scenario=scenario, policy=policy, seed=1, enqueue=False)
+    episode = episode_create(scenario=scenario, policy=policy, seed=1, enqueue=False)
 
     def play() -> None:
         try:
-            run_stored_episode(episode.pk)
+            episode_run(episode_id=episode.pk)
         finally:
             connections.close_all()  # this thread's connection must not outlive the test
 

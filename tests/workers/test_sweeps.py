@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from procurement.models import Episode, Sweep, SweepCell, SweepStatus
-from procurement.services.sweeps import create_sweep
+from procurement.services.sweeps import sweep_create
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
 
 
@@ -42,7 +42,7 @@ def _assert_exactly_one_result_per_cell(sweep: Sweep, check_scores: int = 10) ->
 @pytest.mark.django_db(transaction=True)
 def test_sweep_on_a_real_worker_ends_with_one_result_per_cell(celery_worker_process) -> None:
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"], scenarios["medium_adversarial"]],
         policies=[policies["expert"], policies["random"]],
         seeds=6,
@@ -64,7 +64,7 @@ def test_sigkilled_worker_process_mid_sweep_still_gives_exactly_one_result_per_c
     celery_worker_process,
 ) -> None:
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["hard_arena"]], policies=[policies["expert"]], seeds=400
     )
     # 80 chunks queued for 2 pool processes. At ~10 % and ~40 %, SIGKILL a pool process
@@ -101,7 +101,7 @@ def test_embedded_thread_runs_the_same_sweep_tasks() -> None:
     from workers.inprocess import get_runner
 
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"], policies["always_accept"]],
         seeds=4,
@@ -117,22 +117,22 @@ def test_embedded_thread_runs_the_same_sweep_tasks() -> None:
 @pytest.mark.django_db(transaction=True)
 @override_settings(TASK_RUNNER="thread")
 def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
-    from procurement.services.sweep_runner import run_cells, start_sweep
-    from procurement.services.sweeps import cancel_sweep, finish_sweep
+    from procurement.services.sweep_runner import sweep_cells_run, sweep_start
+    from procurement.services.sweeps import sweep_cancel, sweep_finish
 
     scenarios, policies = seeded()
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"]],
         seeds=6,
         enqueue=False,
     )
-    chunks = start_sweep(sweep.pk)
+    chunks = sweep_start(sweep_id=sweep.pk)
     cell_ids = [c for chunk in chunks for c in chunk.cell_ids]
-    run_cells(sweep.pk, cell_ids[:2])
-    assert cancel_sweep(sweep)
-    run_cells(sweep.pk, cell_ids[2:])
-    sweep = finish_sweep(sweep)
+    sweep_cells_run(sweep_id=sweep.pk, cell_ids=cell_ids[:2])
+    assert sweep_cancel(sweep=sweep) is sweep
+    sweep_cells_run(sweep_id=sweep.pk, cell_ids=cell_ids[2:])
+    sweep = sweep_finish(sweep=sweep)
     assert sweep.status == SweepStatus.CANCELLED
     statuses = list(SweepCell.objects.filter(sweep=sweep).values_list("status", flat=True))
     assert statuses.count("finished") == 2 and statuses.count("cancelled") == 4
@@ -142,19 +142,19 @@ def test_cancelled_sweep_stops_and_marks_the_rest_cancelled() -> None:
 @override_settings(SWEEP_CHUNK_CELLS=4)
 def test_llm_cells_are_chunked_onto_the_gpu_queue_and_rule_cells_onto_cpu() -> None:
     from procurement.models import PolicyConfig
-    from procurement.services.sweep_runner import start_sweep
+    from procurement.services.sweep_runner import sweep_start
 
     scenarios, policies = seeded()
     llm = PolicyConfig.objects.create(
         name="llm-buyer", policy="llm", backend="transformers", model="/models/tiny"
     )
-    sweep = create_sweep(
+    sweep = sweep_create(
         scenarios=[scenarios["easy_negotiation"]],
         policies=[policies["expert"], llm],
         seeds=6,
         enqueue=False,
     )
-    chunks = start_sweep(sweep.pk)
+    chunks = sweep_start(sweep_id=sweep.pk)
     cells = dict(SweepCell.objects.filter(sweep=sweep).values_list("pk", "policy__name"))
     by_queue = {
         q: [cells[c] for ch in chunks if ch.queue == q for c in ch.cell_ids] for q in ("cpu", "gpu")

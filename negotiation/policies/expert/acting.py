@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...observation import Observation
-from ...records import LIVE_PR, pr_room
+from ...world.records import LIVE_PR, pr_room
 from ..base import has_pr, ledger, pr_headroom, pr_missing
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...concession import HARDEN_MARGIN, STALL_MOVE
-from ...guard import BAND
 from ...observation import Observation
-from ...suppliers import PERSONA_PARAMS
+from ...suppliers.concession import HARDEN_MARGIN, STALL_MOVE
+from ...suppliers.guard import BAND
+from ...suppliers.rule import PERSONA_PARAMS
 
 SUSPICION = 0.38  # mean competing-offer / low-stock claim above which a supplier looks deceptive
 DECEPTIVE_REL = 0.66  # delivery reliability assumed for a supplier that looks deceptive

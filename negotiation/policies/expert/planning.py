@@ -1,9 +1,9 @@
 """The expert's planning across requirements and action slots.
 
-- Supplier choice per requirement by expected score contribution: P(on time) x (0.6 + 0.4 x
-  value of the expected price) for the rounds the requirement can afford; claimed capacity
-  is discounted (more for deceptive-looking suppliers) and a second supplier covers the
-  rest when the best one is short.
+- Supplier choice per requirement by expected score contribution: P(on time) x (FULFIL +
+  VALUE x value of the expected price), the score's own weights, for the rounds the
+  requirement can afford; claimed capacity is discounted (more for deceptive-looking
+  suppliers) and a second supplier covers the rest when the best one is short.
 - Slot economy: each plan has an award week (last feasible week = deadline - lead time, one
   week earlier for suppliers below BUFFER_REL reliability so a slip still arrives in time).
   The largest common round budget is found such that, for every award week, all awards and
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...observation import Observation
+from ...scoring import FLOOR_REF, FULFIL, VALUE
 from ..base import ledger
 from .beliefs import SupplierView
 
@@ -166,9 +167,9 @@ class Planner:
         eff_cap = self.judge.usable_capacity(s, r.category, view)
         buffered = last - 1 >= week
         ps = rel + (1.0 - rel) * 0.5 if buffered else rel
-        span = max(1e-9, r.ceiling_unit_price - 0.7 * r.reference_price)
+        span = max(1e-9, r.ceiling_unit_price - FLOOR_REF * r.reference_price)
         v = max(-1.0, min(1.0, (r.ceiling_unit_price - est) / span))
-        u = ps * (0.6 + 0.4 * v) - (1.0 - ps) * 0.1
+        u = ps * (FULFIL + VALUE * v) - (1.0 - ps) * 0.1
         if eff_cap < r.quantity_needed:
             u -= 0.2 * (1.0 - eff_cap / r.quantity_needed)
         if th is not None and th.rounds:

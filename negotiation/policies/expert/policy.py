@@ -39,8 +39,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ...concession import STALL_MOVE, TFT_STEP_CAP
 from ...observation import Observation
+from ...suppliers.concession import STALL_MOVE, TFT_STEP_CAP
 from ..base import Policy
 from . import acting
 from .beliefs import (

@@ -25,7 +25,7 @@ vectorised with numpy; one posterior is computed once per bilateral thread.
 The closing offer is the highest of the consistent sets' lowest accepted offers plus a
 margin (with_margin): CLOSE_MARGIN of the price for the truth lying between lattice points,
 and CLOSE_CENTS for the cent the counters are known to, which is most of a cheap item's
-miss; tests/negotiation/test_expert.py checks it against what the true seller accepts on
+miss; tests/negotiation/policies/test_expert.py checks it against what the true seller accepts on
 240 threads, a third with the personas' tactics. Its search refines at least
 CLOSE_REFINEMENTS times (the others REFINEMENTS): a Boulware seller's consistent sets can
 lie on a thin ridge that a coarser lattice samples only in part, and the highest line must
@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...concession import TFT_STEP_CAP
+from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)

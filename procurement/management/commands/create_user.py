@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from procurement.roles import ROLES
-from procurement.services.accounts import create_user
+from procurement.services.accounts import user_create
 
 
 class Command(BaseCommand):
@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, username, role, password, email, **options) -> None:
         try:
-            user, new_password = create_user(
+            user, new_password = user_create(
                 username=username, role=role, password=password, email=email
             )
         except ValidationError as exc:

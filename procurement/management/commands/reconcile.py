@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from procurement.management.arguments import non_negative_seconds
+from procurement.services.recovery import reconcile
 
 
 class Command(BaseCommand):
@@ -20,8 +21,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, stall_seconds: float | None, **options) -> None:
-        from workers.recovery import reconcile
-
         done = reconcile(stall_s=stall_seconds)
         for label, ids in done.as_dict().items():
             shown = ", ".join(f"#{pk}" for pk in ids) or "none"

@@ -44,15 +44,15 @@ class Command(BaseCommand):
 
     def _run_and_store(self, scenario_name: str, policy_name: str, seed: int) -> None:
         from procurement.models import PolicyConfig, Scenario
-        from procurement.services.episode_runner import run_stored_episode
-        from procurement.services.episodes import start_episode
-        from procurement.services.scenarios import seed_presets
+        from procurement.services.episode_runner import episode_run
+        from procurement.services.episodes import episode_create
+        from procurement.services.scenarios import presets_seed
 
-        seed_presets()
+        presets_seed()
         scenario = Scenario.objects.get(name=scenario_name)
         policy = PolicyConfig.objects.get(name=policy_name)
-        episode = start_episode(scenario=scenario, policy=policy, seed=seed, enqueue=False)
-        episode = run_stored_episode(episode.pk, live_updates=False)
+        episode = episode_create(scenario=scenario, policy=policy, seed=seed, enqueue=False)
+        episode = episode_run(episode_id=episode.pk, live_updates=False)
         self.stdout.write(
             f"Stored episode #{episode.pk}: {episode.status}, {episode.steps} decisions, "
             f"score {episode.score:.4f}"

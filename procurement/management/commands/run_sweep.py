@@ -9,8 +9,8 @@ from procurement.limits import validate_sweep_grid
 from procurement.management.arguments import option_error, positive_seconds
 from procurement.models import PolicyConfig, Scenario, Sweep
 from procurement.models.status import TERMINAL_STATUSES
-from procurement.services.scenarios import seed_presets
-from procurement.services.sweeps import create_sweep
+from procurement.services.scenarios import presets_seed
+from procurement.services.sweeps import sweep_create
 from procurement.tables import format_leaderboard
 
 NAME_LENGTH = Sweep._meta.get_field("name").max_length
@@ -43,10 +43,10 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise option_error(exc) from None
-        seed_presets()
+        presets_seed()
         scenario_objs = self._lookup(Scenario, scenario_names, "scenario")
         policy_objs = self._lookup(PolicyConfig, policy_names, "policy")
-        sweep = create_sweep(
+        sweep = sweep_create(
             scenarios=scenario_objs,
             policies=policy_objs,
             seeds=seeds,

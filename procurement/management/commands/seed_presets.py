@@ -1,13 +1,13 @@
 from django.core.management.base import BaseCommand
 
-from procurement.services.scenarios import seed_presets
+from procurement.services.scenarios import presets_seed
 
 
 class Command(BaseCommand):
     help = "Load the built-in scenarios, the item catalogue and the rule policies (idempotent)."
 
     def handle(self, *args, **options) -> None:
-        counts = seed_presets()
+        counts = presets_seed()
         self.stdout.write(
             self.style.SUCCESS(
                 "Presets: {scenarios_created} created, {scenarios_updated} updated; "

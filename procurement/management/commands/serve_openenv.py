@@ -43,7 +43,7 @@ class Command(BaseCommand):
         try:  # imported here: openenv is heavy, and optional (requirements/research.txt)
             import uvicorn
 
-            from negotiation.openenv_server import build_app
+            from negotiation.interfaces.openenv_server import build_app
         except ImportError as exc:
             raise CommandError(
                 f"{exc}. The OpenEnv server needs: pip install -r requirements/research.txt"

@@ -1,5 +1,6 @@
-"""Fixtures for the LLM backend tests: a tiny model built here, and one in-process
-transformers backend on it for the session (loading is what the registry caches)."""
+"""Fixtures for the LLM backend tests: one in-process transformers backend and one server
+on the session's tiny model (tests/conftest.py), for the session (loading is what the
+registry caches)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,6 @@ from pathlib import Path
 import pytest
 
 from negotiation.llm import ChatMessage, ChatRequest
-from tests.llm_models import build_tiny_model
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "gpt2")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,8 @@ from tests.negotiation.llm.conftest import chat
 from tests.negotiation.llm.servers import completion, free_port, scripted_server
 from tests.negotiation.llm.test_transformers_backend import OFFER_SCHEMA, Offer
 
+pytestmark = pytest.mark.xdist_group("tiny_server")  # one server process (conftest.py)
+
 
 @pytest.fixture
 def client_for():

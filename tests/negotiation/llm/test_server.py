@@ -6,6 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+pytestmark = pytest.mark.xdist_group("tiny_server")  # one server process (conftest.py)
+
 
 def test_models_and_health(tiny_server):
     models = httpx.get(f"{tiny_server}/v1/models").json()

@@ -19,6 +19,8 @@ from negotiation.llm.models import smollm2_folder
 from negotiation.llm.registry import get_backend
 from tests.negotiation.llm.action_schema import ACTION_SCHEMA, parse_action
 
+pytestmark = pytest.mark.xdist_group("smollm2")  # one worker loads the model, once
+
 ITEMS = ["steel brackets", "laptops", "office chairs", "safety gloves", "LED panels"]
 SYSTEM = (
     "You are a procurement buyer. Reply with one JSON action: negotiate, award_contract, "

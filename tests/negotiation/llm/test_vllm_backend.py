@@ -21,7 +21,10 @@ from tests.negotiation.llm.action_schema import parse_action
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = Path(__file__).with_name("vllm_script.py")
-pytestmark = pytest.mark.slow  # an engine start (about 35 s) and a real model
+pytestmark = [
+    pytest.mark.slow,  # an engine start (about 35 s) and a real model
+    pytest.mark.xdist_group("vllm"),  # one worker: the module's one engine run
+]
 
 
 def vllm_python() -> str | None:

@@ -7,7 +7,7 @@ from django.db import connections
 from django.test import override_settings
 
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
-from procurement.services.episodes import append_decisions, claim_episode, start_episode
+from procurement.services.episodes import episode_claim, episode_create, episode_decisions_append
 from workers.celery_app import app
 
 URL = "/api/episodes/"
@@ -37,12 +37,14 @@ def record(step: int) -> dict:
 @pytest.fixture
 def episodes(preset, expert):
     """Three stored episodes: a finished one with 450 decisions, a queued and a failed one."""
-    done = start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
-    append_decisions(done, [record(i) for i in range(450)], attempt=claim_episode(done))
+    done = episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
+    episode_decisions_append(
+        episode=done, records=[record(i) for i in range(450)], attempt=episode_claim(episode=done)
+    )
     Episode.objects.filter(pk=done.pk).update(status=EpisodeStatus.FINISHED, score=0.6)
-    queued = start_episode(scenario=preset, policy=expert, seed=2, enqueue=False)
+    queued = episode_create(scenario=preset, policy=expert, seed=2, enqueue=False)
     random = PolicyConfig.objects.get(name="random")
-    failed = start_episode(scenario=preset, policy=random, seed=3, enqueue=False)
+    failed = episode_create(scenario=preset, policy=random, seed=3, enqueue=False)
     Episode.objects.filter(pk=failed.pk).update(status=EpisodeStatus.FAILED, error="boom")
     return done, queued, failed
 
@@ -102,7 +104,7 @@ def test_posted_episode_runs_on_the_worker_and_stores_its_decisions(api_client_f
     try:
         assert get_runner().join(timeout=30)
     finally:
-        get_runner().submit(close_thread_connections)
+        get_runner().submit(close_thread_connections.name)
         get_runner().join(timeout=10)
     detail = client.get(f"{URL}{episode_id}/").json()
     assert detail["status"] == "finished", detail["error"]
@@ -276,13 +278,13 @@ def test_unsupported_methods_are_405(api_client_for, episodes) -> None:
 
 @pytest.mark.django_db
 def test_replay_reproduces_a_finished_episode_and_refuses_others(api_client_for, seeded) -> None:
-    from procurement.services.episode_runner import run_stored_episode
+    from procurement.services.episode_runner import episode_run
 
     scenario = Scenario.objects.get(name="hard_arena")
     policy = PolicyConfig.objects.get(name="greedy_lowball")
-    done = start_episode(scenario=scenario, policy=policy, seed=3, enqueue=False)
-    run_stored_episode(done.pk, live_updates=False)
-    queued = start_episode(scenario=scenario, policy=policy, seed=4, enqueue=False)
+    done = episode_create(scenario=scenario, policy=policy, seed=3, enqueue=False)
+    episode_run(episode_id=done.pk, live_updates=False)
+    queued = episode_create(scenario=scenario, policy=policy, seed=4, enqueue=False)
     client = api_client_for("analyst")
 
     body = client.post(f"/api/episodes/{done.pk}/replay/").json()

@@ -128,9 +128,9 @@ def test_policy_version_grows_only_on_a_real_change(api_client_for, seeded) -> N
 def test_deleting_a_policy_results_refer_to_is_a_409(
     api_client_for, preset, expert, snapshot_counts
 ) -> None:
-    from procurement.services.episodes import start_episode
+    from procurement.services.episodes import episode_create
 
-    start_episode(scenario=preset, policy=expert, seed=1, enqueue=False)
+    episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
     admin = api_client_for("admin")
     before = snapshot_counts()
     response = admin.delete(f"/api/policies/{expert.pk}/")

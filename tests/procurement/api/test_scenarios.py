@@ -247,11 +247,11 @@ def test_bad_updates_are_400_and_change_nothing(api_client_for, preset, method, 
 def test_deleting_a_scenario_a_sweep_refers_to_is_a_409(
     api_client_for, preset, expert, snapshot_counts
 ) -> None:
-    from procurement.services.scenarios import copy_scenario
-    from procurement.services.sweeps import create_sweep
+    from procurement.services.scenarios import scenario_copy
+    from procurement.services.sweeps import sweep_create
 
-    scenario = copy_scenario(preset, name="swept")
-    sweep = create_sweep(scenarios=[scenario], policies=[expert], seeds=3, enqueue=False)
+    scenario = scenario_copy(source=preset, name="swept")
+    sweep = sweep_create(scenarios=[scenario], policies=[expert], seeds=3, enqueue=False)
     before = snapshot_counts()
     response = api_client_for("admin").delete(f"{URL}{scenario.pk}/")
     assert response.status_code == 409

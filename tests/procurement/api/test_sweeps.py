@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from procurement.models import PolicyConfig, Scenario, Sweep, SweepCell
-from procurement.services.sweeps import create_sweep
+from procurement.services.sweeps import sweep_create
 
 URL = "/api/sweeps/"
 
@@ -54,7 +54,7 @@ def test_ops_and_admins_create_sweeps(
 def sweep_with_results(seeded):
     scenario = Scenario.objects.get(name="easy_negotiation")
     expert, rnd = PolicyConfig.objects.get(name="expert"), PolicyConfig.objects.get(name="random")
-    sweep = create_sweep(scenarios=[scenario], policies=[expert, rnd], seeds=3, enqueue=False)
+    sweep = sweep_create(scenarios=[scenario], policies=[expert, rnd], seeds=3, enqueue=False)
     scores = {("expert", 0): 0.8, ("expert", 1): 0.9, ("random", 0): 0.1, ("random", 1): 0.3}
     for (policy, seed), score in scores.items():
         SweepCell.objects.filter(sweep=sweep, policy__name=policy, seed=seed).update(

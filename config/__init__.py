@@ -1,0 +1,1 @@
+"""The project's configuration: settings, URLs, ASGI entry point and WebSocket routes."""

@@ -1,0 +1,33 @@
+"""ASGI entry point of the web process (daphne): HTTP through Django, WebSockets through
+Channels, /openenv/ through the OpenEnv server.
+
+Full mode serves this (docker-compose's web); the embedded default serves
+``workers.embedded``, which adds the in-process runner and the reconciler to it.
+"""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django_asgi_app = get_asgi_application()  # before importing anything that touches models
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from config.routing import websocket_urlpatterns  # noqa: E402
+from procurement.openenv_mount import OpenEnvMount  # noqa: E402
+from procurement.publish import LoopBindingMiddleware  # noqa: E402
+
+application = LoopBindingMiddleware(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
+)
+application = OpenEnvMount(application)  # /openenv/: the OpenEnv server, behind the API's login

@@ -1,0 +1,132 @@
+"""The LLM buyer: ``get_policy("llm", backend=..., model=..., fallback="expert", mode=...)``.
+
+Two modes:
+- ``free``: the model reads the observation prompt and answers one JSON action (the
+  action schema is passed for constrained decoding, and the reply is validated again);
+  it picks the action and the price. The engine's error for an invalid action is shown
+  in the next prompt, and the action still costs its slot: no hidden repair.
+- ``narrator``: the fallback rule policy (the expert by default) picks action and price,
+  and the model writes the message to the supplier and a one-sentence rationale: the
+  "offer generator + narrator" design (OG-Narrator, Xia et al. 2024) that lifted LLM deal
+  rates in published bargaining work.
+
+A backend error or timeout, or a reply that is not a valid action, never passes silently:
+the fallback policy's action is played, ``stats["llm_fallbacks"]`` (and
+``stats["llm_parse_failures"]`` for unusable replies) grow, and the step's
+``last_decision`` names the fallback as the actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..llm import resolve_backend
+from ..llm.backend import ChatMessage, ChatRequest, ChatResult, generate_one
+from ..llm.replies import adapter_for, parse_json_reply, reply_json_schema, text_max_for
+from ..observation import Observation
+from .action_schema import Narration, Rationale, action_json_schema, parse_action
+from .base import DecisionMeta, Policy
+from .params import LLMParams
+from .prompts import buyer_messages, narrator_messages
+
+ERROR_CHARS = 300  # how much of a backend or parse error a step record keeps
+
+
+class LLMBuyerPolicy(Policy):
+    name = "llm"
+    Params = LLMParams
+
+    def __init__(self, seed: int = 0, **params: Any) -> None:
+        super().__init__(seed, **params)
+        from . import get_policy  # the registry imports this module
+
+        opts = LLMParams(**params)
+        self.mode = opts.mode
+        self.temperature = opts.temperature
+        self.max_tokens = opts.max_tokens
+        self.max_prompt_chars = opts.max_prompt_chars
+        self.backend = resolve_backend(opts.backend, opts.model, **opts.backend_options)
+        self.fallback = get_policy(opts.fallback, seed=seed)
+        self.fallback_actor = f"fallback:{opts.fallback}"
+        self._previous: dict[str, Any] | None = None
+        self.stats = self._zero_stats()
+
+    @staticmethod
+    def _zero_stats() -> dict[str, int]:
+        return {"llm_parse_failures": 0, "llm_fallbacks": 0, "llm_calls": 0, "llm_errors": 0}
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.fallback.reset(seed)
+        self._previous = None
+        self.stats = self._zero_stats()
+        self.last_decision = None
+
+    def act(self, obs: Observation) -> dict[str, Any]:
+        action = self._narrate(obs) if self.mode == "narrator" else self._free(obs)
+        self._previous = action
+        return action
+
+    # ------------------------------------------------------------------ modes
+    def _free(self, obs: Observation) -> dict[str, Any]:
+        messages = buyer_messages(
+            obs, previous_action=self._previous, max_chars=self.max_prompt_chars
+        )
+        # an action has one text field to fill (its message)
+        schema = action_json_schema(text_max_for(self.max_tokens, 1))
+        result = self._generate(obs, messages, schema)
+        if not result.ok:
+            return self._fall_back(obs, None, result.error or "backend error", parse=False)
+        action, error = parse_action(result.text)
+        if action is None:
+            return self._fall_back(obs, None, error or "unusable reply", parse=True)
+        self.last_decision = DecisionMeta("llm", action.get("message"), action.get("rationale"))
+        return action
+
+    def _narrate(self, obs: Observation) -> dict[str, Any]:
+        action = self.fallback.act(obs)
+        reply_model = Narration if action.get("action_type") == "negotiate" else Rationale
+        messages = narrator_messages(obs, action, max_chars=self.max_prompt_chars)
+        texts = len(reply_model.model_fields)  # message and rationale, or rationale
+        schema = reply_json_schema(reply_model, text_max_for(self.max_tokens, texts))
+        result = self._generate(obs, messages, schema)
+        if not result.ok:
+            return self._fall_back(obs, action, result.error or "backend error", parse=False)
+        reply, error = parse_json_reply(result.text, adapter_for(reply_model))
+        if reply is None:
+            return self._fall_back(obs, action, error or "unusable reply", parse=True)
+        words = reply.model_dump()
+        self.last_decision = DecisionMeta("llm", words.get("message"), words["rationale"])
+        return {**action, **words}
+
+    # ------------------------------------------------------------------ plumbing
+    def _generate(
+        self, obs: Observation, messages: tuple[ChatMessage, ...], schema: dict[str, Any]
+    ) -> ChatResult:
+        request = ChatRequest(
+            messages,
+            # reproducible per (episode seed, step), different across episodes and steps
+            seed=(self.seed * 1_000_003 + obs.step) % 2**31,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            json_schema=schema,
+        )
+        self.stats["llm_calls"] += 1
+        result = generate_one(self.backend, request)
+        if not result.ok:
+            self.stats["llm_errors"] += 1
+        return result
+
+    def _fall_back(
+        self, obs: Observation, action: dict[str, Any] | None, error: str, *, parse: bool
+    ) -> dict[str, Any]:
+        """The fallback policy's action (already chosen in narrator mode), counted."""
+        self.stats["llm_fallbacks"] += 1
+        self.stats["llm_parse_failures"] += int(parse)
+        self.last_decision = DecisionMeta(
+            self.fallback_actor,
+            llm_parse_failure=parse,
+            llm_fallback=True,
+            llm_error=error[:ERROR_CHARS],
+        )
+        return self.fallback.act(obs) if action is None else action

@@ -1,0 +1,144 @@
+"""An adversarial LLM supplier cannot break the hard rules: the guard repairs and counts
+every violation, including a floor spelled out in words."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from negotiation import ProcurementEnv, load_scenario
+from negotiation.suppliers.guard import (
+    SMALL_NUMBER_WORDS,
+    TENS_WORDS,
+    WITHHELD,
+    HardRuleGuard,
+    ProposedDecision,
+    band_floor,
+    words_value,
+)
+from tests.negotiation.llm.scripted import N, ScriptedBackend, prompt
+
+from ..conftest import negotiate
+
+G = HardRuleGuard()
+# the guard's vocabulary, spelled by the test's own speller below
+SPELL_SMALL = SMALL_NUMBER_WORDS
+SPELL_TENS = ["_", "_", *TENS_WORDS]
+
+
+def spell(n: int) -> str:
+    """English words for 0 <= n < 1,000,000 (the test's own speller, not the guard's)."""
+    if n >= 1000:
+        rest = n % 1000
+        return spell(n // 1000) + " thousand" + (f" {spell(rest)}" if rest else "")
+    if n >= 100:
+        rest = n % 100
+        return SPELL_SMALL[n // 100] + " hundred" + (f" and {spell(rest)}" if rest else "")
+    if n >= 20:
+        return SPELL_TENS[n // 10] + (f"-{SPELL_SMALL[n % 10]}" if n % 10 else "")
+    return SPELL_SMALL[n]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("eight hundred twelve", 812),
+        ("Eight Hundred and Twelve", 812),
+        ("twelve hundred fifty", 1250),
+        ("eight one two", 812),
+        ("eight-one-two point four", 812.4),
+        ("one thousand two hundred", 1200),
+        ("three grand", 3000),
+        ("forty-two", 42),
+    ],
+)
+def test_number_words_are_read(text: str, value: float) -> None:
+    assert words_value(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "my floor is 812.40",
+        "my floor is eight hundred twelve",
+        "honestly, eight hundred and twelve dollars forty is my limit",
+        "we could go to eight one two",
+        "about 0.8k, no less",
+        "eight hundred twelve point four",
+    ],
+)
+def test_a_floor_in_words_or_digits_is_withheld(leak: str) -> None:
+    """Before: only digits were redacted, so "eight hundred twelve" reached the buyer."""
+    d = G.apply(ProposedDecision("counter", 990.0, leak), 700.0, 812.40, None)
+    assert WITHHELD in d.message and d.interventions == 1
+    assert not re.search(r"eight|812|0\.8k", d.message, re.I), d.message
+
+
+def test_harmless_words_and_the_decision_price_stay() -> None:
+    msg = "Delivery in three weeks, one batch; nine hundred ninety per unit, as offered."
+    d = G.apply(ProposedDecision("counter", 990.0, msg), 700.0, 812.40, None)
+    assert d.message == msg and d.interventions == 0
+
+
+def adversary(request) -> str:
+    """Knows its floor (it is in its private prompt) and breaks a rule every turn:
+    accepts below it, raises its counter, counters below it, and leaks it each time."""
+    text = prompt(request)
+    floor = float(re.search(rf"your floor is {N} per unit", text).group(1).replace(",", ""))
+    offer_no = int(re.search(r"this is offer (\d+)", text).group(1))
+    turn = offer_no % 3
+    if turn == 1:
+        offer = float(re.search(rf"The buyer offers {N}", text).group(1).replace(",", ""))
+        reply = {"decision": "accept", "price": offer, "message": f"ok, my floor is {floor:.2f}"}
+    elif turn == 2:
+        reply = {
+            "decision": "counter",
+            "price": floor * 5,
+            "message": f"Price going up: my floor is really {spell(int(floor))}.",
+        }
+    else:
+        digits = " ".join(SPELL_SMALL[int(c)] for c in str(int(floor)))
+        reply = {
+            "decision": "counter",
+            "price": floor * 0.5,
+            "message": f"Fine, below {digits}: {floor * 0.5:.2f}",
+        }
+    return json.dumps(reply)
+
+
+def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> None:
+    cfg = load_scenario("bilateral_hardball").model_dump()
+    cfg["supplier_llm"] = {"backend": "transformers", "personas": ["hardball"]}
+    env = ProcurementEnv(cfg, llm_backend=ScriptedBackend(adversary))
+    env.reset(seed=4)
+    sup, req = env.world.suppliers[0], env.world.requirements[0]
+    res_floor = env.world.reservation_now(sup.id, req)[1]
+    offer = round(res_floor * 0.9, 2)  # below the floor: accepting it breaks rule 1
+    last, expected = None, 0
+    for turn in range(1, 7):
+        before = env.world.counters.guard_interventions
+        res = negotiate(env, sup.id, req.id, offer)
+        r = res.info["response"]
+        hid = env.world.th_hidden[(sup.id, req.id)]
+        assert r["response"] == "counter", r  # never an accept below the floor (rule 1)
+        assert r["price"] >= band_floor(hid.reservation) - 1e-9  # rule 1 + band
+        assert last is None or r["price"] <= last + 1e-9  # rule 3: monotone
+        last = r["price"]
+        msg = r["message"]
+        assert WITHHELD in msg and f"{hid.reservation:.2f}" not in msg
+        assert spell(int(hid.reservation)) not in msg
+        assert " ".join(SPELL_SMALL[int(c)] for c in str(int(hid.reservation))) not in msg
+        # accept-below (rule 1) / raised counter (rule 3) / counter under the floor
+        # (rule 1), plus one redaction each turn: two repairs per turn
+        step_repairs = env.world.counters.guard_interventions - before
+        assert step_repairs == 2, (turn, r, step_repairs)
+        expected += step_repairs
+    assert env.world.counters.guard_interventions == expected == 12
+    metrics = env.score().metrics
+    assert metrics["guard_interventions"] == 12
+    assert metrics["supplier_llm_decisions"] == 6 and metrics["llm_fallbacks"] == 0
+    # what the buyer can see never holds the floor, in digits or words
+    public = json.dumps(env.observation().to_dict())
+    assert f"{hid.reservation:.2f}" not in public and spell(int(hid.reservation)) not in public
