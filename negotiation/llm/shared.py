@@ -25,17 +25,26 @@ class LLMSpec:
     options: tuple[tuple[str, Any], ...] = field(default=())
 
     @classmethod
-    def for_episode(cls, scenario_config: dict, policy_snapshot: dict) -> LLMSpec | None:
-        """None for rule-only episodes (they pay for none of this)."""
-        if policy_snapshot.get("policy") == "llm" or policy_snapshot.get("backend"):
+    def for_episode(
+        cls,
+        scenario_config: dict,
+        policy_snapshot: dict,
+        *,
+        buyer_uses_llm: bool,
+        suppliers_use_llm: bool,
+    ) -> LLMSpec | None:
+        """The model an episode talks to: its buyer's when the buyer uses one, else its
+        suppliers'; None for rule-only episodes (they pay for none of this). Whether each
+        side uses a model is the caller's run plan, decided once, never re-derived here."""
+        if buyer_uses_llm:
             params = policy_snapshot.get("params") or {}
             return cls(
                 policy_snapshot.get("backend") or params.get("backend") or "transformers",
                 policy_snapshot.get("model") or params.get("model") or "",
                 tuple(sorted((params.get("backend_options") or {}).items())),
             )
-        suppliers = scenario_config.get("supplier_llm")
-        if suppliers and suppliers.get("personas"):
+        if suppliers_use_llm:
+            suppliers = scenario_config["supplier_llm"]
             return cls(suppliers.get("backend") or "transformers", suppliers.get("model") or "")
         return None
 

@@ -46,12 +46,23 @@ def policy_build(*, snapshot: dict[str, Any], seed: int, backend: LLMBackend | N
     return get_policy(snapshot["policy"], seed=seed, **params)
 
 
+def llm_spec(episode: Episode) -> LLMSpec | None:
+    """The model this episode talks to, by its run plan (None: rule-only)."""
+    plan = episode.run_plan
+    return LLMSpec.for_episode(
+        episode.scenario_snapshot,
+        episode.policy_snapshot,
+        buyer_uses_llm=plan.buyer_uses_llm,
+        suppliers_use_llm=plan.suppliers_use_llm,
+    )
+
+
 @contextmanager
 def llm_handle(episode: Episode, attempt: int) -> Iterator[LLMBackend | None]:
     """For an LLM episode, its participant handle on this process's shared batching
     backend (buyer and suppliers both use it), and a heartbeat while it plays (a decision
     may take minutes); None for rule-only episodes."""
-    spec = LLMSpec.for_episode(episode.scenario_snapshot, episode.policy_snapshot)
+    spec = llm_spec(episode)
     if spec is None:
         yield None
         return

@@ -31,7 +31,7 @@ from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepSt
 from procurement.selectors.sweeps import SweepPins, sweep_pins
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
-from procurement.services.episode_runner import policy_build
+from procurement.services.episode_runner import llm_spec, policy_build
 from procurement.services.episodes import episode_build
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
@@ -135,7 +135,7 @@ def _split_by_model(cells: list[SweepCell], pins: SweepPins):
             sweep=cell.sweep,
             pinned=pins.for_cell(cell.scenario_id, cell.policy_id),
         )
-        spec = LLMSpec.for_episode(episode.scenario_snapshot, episode.policy_snapshot)
+        spec = llm_spec(episode)
         (rule if spec is None else llm.setdefault(spec, [])).append((cell, episode))
     return rule, llm
 
