@@ -26,7 +26,13 @@ offer, the seller accepts it or rejects it and proposes its own (our counter).
 - Determinism: a per-thread seed is drawn from ``ctx.rng`` when the thread is first
   answered. The Genius agents draw from the global `random` and `numpy.random` generators,
   so each mechanism step runs with both seeded from that per-thread stream and restored
-  afterwards.
+  afterwards. The mechanism's clock is frozen at 0 (`_mechanism_class`): negmas 0.16's
+  `Mechanism.step` draws one extra number from the global `random` (its
+  ``pend_per_second`` trial) at the first step after each new whole second of wall time
+  since the mechanism started, which shifts every draw the seller makes in that step. A
+  thread's mechanism lives across the whole episode, so on a loaded machine a thread
+  could cross a second and the episode changed with the load. With the clock at 0 no
+  step ever draws it (as on a quiet machine); all limits here are in steps anyway.
 - Counters are kept within the guard's band and never above the last counter (see
   `respond`); accepts are passed on as the agent made them, so an agent that accepts below
   the reservation is repaired, and counted, by the guard.
@@ -204,7 +210,6 @@ class _Session:
         from negmas.outcomes import make_os
         from negmas.preferences import LinearAdditiveUtilityFunction
         from negmas.preferences.value_fun import LinearFun
-        from negmas.sao import SAOMechanism
 
         self.thread = thread
         self.rng = random.Random(seed)
@@ -226,7 +231,7 @@ class _Session:
                 outcome_space=space,
                 reserved_value=0.5,
             )
-            self.mechanism = SAOMechanism(outcome_space=space, n_steps=n_steps)
+            self.mechanism = _mechanism_class()(outcome_space=space, n_steps=n_steps)
             self.buyer = _proxy_buyer_class()(name="buyer")
             self.seller = strategy.make_negotiator()
             self.mechanism.add(self.buyer)
@@ -267,6 +272,24 @@ class _Session:
             self.finished = True
             return "walk_away", None
         return "counter", self.price(int(st.current_offer[0]))
+
+
+@functools.cache
+def _mechanism_class() -> type:
+    """An SAOMechanism whose clock always reads 0 seconds: play never depends on wall time.
+
+    `Mechanism.step` (negmas/mechanisms.py) draws ``random.random()`` whenever
+    ``int(self.time)`` passes the last whole second it tried, whatever ``pend_per_second``
+    is; everything else that reads ``time`` here is against infinite time limits. Stats
+    (round and negotiator times) still use the real clock; nothing here reads them."""
+    from negmas.sao import SAOMechanism
+
+    class StepClockMechanism(SAOMechanism):
+        @property
+        def time(self) -> float:
+            return 0.0
+
+    return StepClockMechanism
 
 
 @functools.cache

@@ -174,6 +174,40 @@ def test_deterministic_given_the_rng_seed(name):
     assert transcript(12) == transcript(12)
 
 
+@strategies
+def test_play_does_not_depend_on_wall_time(name, monkeypatch):
+    """A loaded machine, simulated: every clock read in negmas's mechanism modules is 0.4 s
+    after the one before. negmas draws an extra global `random` number at the first step
+    after each new whole second since the mechanism started, which shifted AgentK's draws
+    (a flaky determinism test under xdist); the field mechanism's clock is frozen at 0."""
+    _strategy(name)
+    import types
+
+    import negmas.mechanisms
+    import negmas.sao.mechanism
+
+    def transcripts():
+        return [
+            [(p.kind, p.price, d.kind, d.price, d.message) for _, p, d in steps]
+            for seed in range(4)
+            for steps in (
+                play(name, rising, seed, patience=10),
+                play(name, random_buyer(seed), seed, patience=10),
+            )
+        ]
+
+    quiet = transcripts()
+    reads = iter(range(1, 10**9))
+    slow = types.SimpleNamespace(
+        perf_counter=lambda: 0.4 * next(reads),
+        perf_counter_ns=lambda: 400_000_000 * next(reads),
+    )
+    for module in (negmas.mechanisms, negmas.sao.mechanism):
+        monkeypatch.setattr(module, "time", slow)
+    assert transcripts() == quiet
+    assert next(reads) > 100  # the slow clock was read
+
+
 def test_stochastic_agent_varies_with_the_seed():
     _strategy("field_agent_k")  # AgentK draws random "tremor"s; seeds must reach it
     runs = {
