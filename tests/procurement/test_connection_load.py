@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from celery import Celery
 
+from procurement import dispatch
 from procurement.database import PoolSettings
 from procurement.views.errors import MESSAGE, RETRY_AFTER_S
 from tests import load
@@ -160,7 +161,7 @@ def test_a_prefork_worker_holds_one_connection_per_child_and_none_between_tasks(
     client = Celery(broker=redis.url(), backend=redis.url())
     try:
         with sampler:
-            results = [client.send_task("workers.tasks.ping", queue="cpu") for _ in range(40)]
+            results = [client.send_task(dispatch.PING, queue="cpu") for _ in range(40)]
             pids = {r.get(timeout=60)["pid"] for r in results}
         assert len(pids) <= 2
         # concurrency x DB_POOL_MAX_SIZE, plus one in the parent while its reconciler makes
