@@ -19,9 +19,17 @@ from .suppliers.guard import GuardedDecision, HardRuleGuard, ProposedDecision, b
 from .suppliers.rule import RULE_POLICY, SupplierContext, SupplierPolicy
 from .suppliers.tells import TellSignals, make_tells
 from .world.entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
-from .world.records import FrozenDict, committed_spend, pr_cover, pr_room, pr_shortfall
+from .world.records import (
+    FrozenDict,
+    RequirementRecord,
+    committed_spend,
+    pr_cover,
+    pr_room,
+    pr_shortfall,
+)
 
 if TYPE_CHECKING:
+    from .action_mask import PublicWorld
     from .world.state import World
 
 # action_type -> (required fields, optional fields), from the one declaration.
@@ -108,8 +116,9 @@ def _open_requirement(world: World, rid: str) -> Requirement:
     return r
 
 
-def execute_action(world: World, a: Any) -> tuple[dict | None, bool]:
-    """Validate and apply one action. Returns (public supplier response or None, closes_week)."""
+def _checked_type(a: Any) -> str:
+    """The checks every action passes first: an object, a known type, allowed fields, a
+    well-formed rationale. Returns its action_type."""
     if type(a) is not dict:
         raise ActionError("not_an_object", "An action must be a JSON object.", True)
     at = a.get("action_type")
@@ -129,11 +138,24 @@ def execute_action(world: World, a: Any) -> tuple[dict | None, bool]:
     rat = a.get("rationale")
     if rat is not None and (type(rat) is not str or len(rat) > MAX_MESSAGE):
         raise ActionError("wrong_type", "Field 'rationale' must be a string (max 2000).", True)
-    return _HANDLERS[at](world, a)
+    return at
+
+
+def execute_action(world: World, a: Any) -> tuple[dict | None, bool]:
+    """Validate and apply one action. Returns (public supplier response or None, closes_week)."""
+    return _HANDLERS[_checked_type(a)](world, a)
+
+
+def check_action(world: World | PublicWorld, a: Any) -> None:
+    """Raise the ActionError ``execute_action`` would raise for ``a``, changing nothing.
+    Runs on the world or on the public state an Observation shows (``PublicWorld``): every
+    precondition reads public state only."""
+    _CHECKS[_checked_type(a)](world, a)
 
 
 # ----------------------------------------------------------------------------- negotiate
-def _negotiate(world: World, a: dict) -> tuple[dict | None, bool]:
+def check_negotiate(world: World, a: dict) -> tuple[Supplier, Requirement, float, str]:
+    """Negotiate's preconditions: (supplier, requirement, price, message) or ActionError."""
     sid = _str(a, "supplier_id")
     rid = _str(a, "requirement_id")
     price = _num(a, "price")
@@ -146,7 +168,7 @@ def _negotiate(world: World, a: dict) -> tuple[dict | None, bool]:
     r = _open_requirement(world, rid)
     if price <= 0.0:
         raise ActionError("out_of_range", "Field 'price' must be positive.", True)
-    if price > ABSURD_PRICE_FACTOR * r.reference_price:
+    if price > max_offer_price(r):
         raise ActionError("out_of_range", "Field 'price' is absurdly high for this item.", True)
     if sup.rejected:
         raise ActionError("supplier_rejected", f"You rejected {sup.id}; threads cannot reopen.")
@@ -164,9 +186,20 @@ def _negotiate(world: World, a: dict) -> tuple[dict | None, bool]:
             )
         if th.status != "open":
             raise ActionError("thread_closed", f"The thread {sid}/{rid} is {th.status}.")
-    else:
-        th = world.open_thread(sid, r)
-    policy = world.supplier_policies.get(world.hidden[sid].persona, RULE_POLICY)
+    return sup, r, price, msg
+
+
+def max_offer_price(r: Requirement | RequirementRecord) -> float:
+    """The highest unit price a buyer may offer for r: above it an offer is absurd."""
+    return ABSURD_PRICE_FACTOR * r.reference_price
+
+
+def _negotiate(world: World, a: dict) -> tuple[dict | None, bool]:
+    sup, r, price, msg = check_negotiate(world, a)
+    th = world.threads.get((sup.id, r.id))
+    if th is None:
+        th = world.open_thread(sup.id, r)
+    policy = world.supplier_policies.get(world.hidden[sup.id].persona, RULE_POLICY)
     return respond(world, th, r, price, msg, policy), False
 
 
@@ -368,7 +401,8 @@ def _make_contract(
     return c
 
 
-def _award(world: World, a: dict) -> tuple[dict | None, bool]:
+def check_award(world: World, a: dict) -> tuple[Supplier, Thread, Requirement, int, float]:
+    """award_contract's preconditions: (supplier, thread, requirement, quantity, price)."""
     sid = _str(a, "supplier_id")
     rid = _str(a, "requirement_id")
     qty = _qty(a, "quantity")
@@ -383,7 +417,12 @@ def _award(world: World, a: dict) -> tuple[dict | None, bool]:
             "price_mismatch",
             f"The agreed price with {sid} on {rid} is {price:,.2f}; awards use the agreed price.",
         )
-    _charge(world, r, qty * price)
+    _check_cost(world, r, qty * price)
+    return sup, th, r, qty, price
+
+
+def _award(world: World, a: dict) -> tuple[dict | None, bool]:
+    sup, th, r, qty, price = check_award(world, a)
     c = _make_contract(world, sup, th, r, qty, price, False)
     world.emit(
         "award",
@@ -392,7 +431,7 @@ def _award(world: World, a: dict) -> tuple[dict | None, bool]:
     return None, False
 
 
-def _charge(world: World, r: Requirement, cost: float) -> None:
+def _check_cost(world: World, r: Requirement, cost: float) -> None:
     """Budget and PR checks shared by award and hedge."""
     if cost > world.budget_remaining + 1e-6:
         raise ActionError(
@@ -402,7 +441,11 @@ def _charge(world: World, r: Requirement, cost: float) -> None:
     _check_pr_cover(world, r, cost)
 
 
-def _hedge(world: World, a: dict) -> tuple[dict | None, bool]:
+_Part = tuple[Supplier, Thread, int, float]  # one side of a hedge: supplier, thread, qty, price
+
+
+def check_hedge(world: World, a: dict) -> tuple[Requirement, _Part, _Part]:
+    """hedge's preconditions: (requirement, first part, second part)."""
     rid = _str(a, "requirement_id")
     sid = _str(a, "supplier_id")
     hid = _str(a, "hedge_supplier_id")
@@ -421,7 +464,12 @@ def _hedge(world: World, a: dict) -> tuple[dict | None, bool]:
         )
     s1, t1, p1 = _award_checks(world, sid, r, q1)
     s2, t2, p2 = _award_checks(world, hid, r, q2)
-    _charge(world, r, q1 * p1 + q2 * p2)
+    _check_cost(world, r, q1 * p1 + q2 * p2)
+    return r, (s1, t1, q1, p1), (s2, t2, q2, p2)
+
+
+def _hedge(world: World, a: dict) -> tuple[dict | None, bool]:
+    r, (s1, t1, q1, p1), (s2, t2, q2, p2) = check_hedge(world, a)
     c1 = _make_contract(world, s1, t1, r, q1, p1, True)
     c2 = _make_contract(world, s2, t2, r, q2, p2, True)
     world.counters.hedges += 1
@@ -434,7 +482,8 @@ def _hedge(world: World, a: dict) -> tuple[dict | None, bool]:
 
 
 # ----------------------------------------------------------------------------- PRs, defer
-def _raise_pr(world: World, a: dict) -> tuple[dict | None, bool]:
+def check_raise_pr(world: World, a: dict) -> tuple[Requirement, float]:
+    """raise_pr's preconditions: (requirement, amount)."""
     rid = _str(a, "requirement_id")
     amount = _num(a, "amount")
     if amount <= 0.0:
@@ -453,6 +502,12 @@ def _raise_pr(world: World, a: dict) -> tuple[dict | None, bool]:
         )
     if sum(1 for p in world.prs if p.requirement_id == rid and p.status == "pending") >= 2:
         raise ActionError("too_many_prs", f"{rid} already has two pending PRs.")
+    return r, amount
+
+
+def _raise_pr(world: World, a: dict) -> tuple[dict | None, bool]:
+    r, amount = check_raise_pr(world, a)
+    rid = r.id
     pr = PurchaseRequisition(
         f"PR{len(world.prs) + 1:02d}", rid, amount, world.week, world.week + world.cfg.pr_lead_weeks
     )
@@ -465,19 +520,27 @@ def _raise_pr(world: World, a: dict) -> tuple[dict | None, bool]:
     return None, False
 
 
-def _defer(world: World, a: dict) -> tuple[dict | None, bool]:
+def check_defer(world: World, a: dict) -> tuple[Requirement | None, float]:
+    """defer's preconditions: (requirement whose deadline moves or None, holding cost)."""
     rid = _str(a, "requirement_id", required=False)
-    if rid is not None:
-        r = _open_requirement(world, rid)
-        if r.critical:
-            raise ActionError("critical_deadline", f"{rid} is critical; its deadline cannot move.")
-        if r.deferrals_used >= world.cfg.max_deferrals:
-            raise ActionError("no_deferrals_left", f"{rid} has used all its deferrals.")
-        if r.deadline_week >= world.cfg.weeks - 1:
-            raise ActionError("deadline_at_horizon", f"{rid} is already due in the last week.")
-        hold = world.cfg.holding_cost_rate * r.ceiling_unit_price * r.quantity
-        if hold > world.budget_remaining + 1e-6:
-            raise ActionError("budget_exceeded", "The holding cost exceeds the remaining budget.")
+    if rid is None:
+        return None, 0.0
+    r = _open_requirement(world, rid)
+    if r.critical:
+        raise ActionError("critical_deadline", f"{rid} is critical; its deadline cannot move.")
+    if r.deferrals_used >= world.cfg.max_deferrals:
+        raise ActionError("no_deferrals_left", f"{rid} has used all its deferrals.")
+    if r.deadline_week >= world.cfg.weeks - 1:
+        raise ActionError("deadline_at_horizon", f"{rid} is already due in the last week.")
+    hold = world.cfg.holding_cost_rate * r.ceiling_unit_price * r.quantity
+    if hold > world.budget_remaining + 1e-6:
+        raise ActionError("budget_exceeded", "The holding cost exceeds the remaining budget.")
+    return r, hold
+
+
+def _defer(world: World, a: dict) -> tuple[dict | None, bool]:
+    r, hold = check_defer(world, a)
+    if r is not None:
         r.deadline_week += 1
         r.deferrals_used += 1
         world.budget_committed += hold
@@ -486,40 +549,50 @@ def _defer(world: World, a: dict) -> tuple[dict | None, bool]:
         world.mark_dirty()
         world.emit(
             "deferral",
-            f"{rid} deadline moved to week {r.deadline_week} (holding cost {hold:,.2f}).",
+            f"{r.id} deadline moved to week {r.deadline_week} (holding cost {hold:,.2f}).",
         )
     return None, True
 
 
 # ----------------------------------------------------------------------------- reject, escalate
-def _reject(world: World, a: dict) -> tuple[dict | None, bool]:
+def check_reject(world: World, a: dict) -> tuple[Supplier, Requirement | None, Thread | None]:
+    """reject's preconditions: (supplier, requirement or None, its thread if one exists)."""
     sid = _str(a, "supplier_id")
     rid = _str(a, "requirement_id", required=False)
     sup = _supplier(world, sid)
     if sup.rejected:
         raise ActionError("already_rejected", f"{sid} is already rejected.")
-    if rid is not None:
-        r = _requirement(world, rid)
-        th = world.threads.get((sid, rid))
+    if rid is None:
+        return sup, None, None
+    r = _requirement(world, rid)
+    th = world.threads.get((sid, rid))
+    if th is None:
+        if r.id not in sup.list_prices:
+            raise ActionError("category_mismatch", f"{sid} does not supply {r.category}.")
+        if r.decided:
+            raise ActionError("requirement_closed", f"Requirement {rid} is already {r.status}.")
+    elif th.status not in ("open", "agreed"):
+        raise ActionError("thread_closed", f"The thread {sid}/{rid} is {th.status}.")
+    return sup, r, th
+
+
+def _reject(world: World, a: dict) -> tuple[dict | None, bool]:
+    sup, r, th = check_reject(world, a)
+    sid = sup.id
+    if r is not None:
         if th is None:
-            if r.id not in sup.list_prices:
-                raise ActionError("category_mismatch", f"{sid} does not supply {r.category}.")
-            if r.decided:
-                raise ActionError("requirement_closed", f"Requirement {rid} is already {r.status}.")
             th = world.open_thread(sid, r)
-        elif th.status not in ("open", "agreed"):
-            raise ActionError("thread_closed", f"The thread {sid}/{rid} is {th.status}.")
         th.status = "rejected"
         th.counter_price = None
         th.counter_valid_until = None
-        world.emit("reject", f"Buyer declined {sid} for {rid}.")
+        world.emit("reject", f"Buyer declined {sid} for {r.id}.")
     else:
         sup.rejected = True
-        for (s, _), th in world.threads.items():
-            if s == sid and th.status in ("open", "agreed"):
-                th.status = "rejected"
-                th.counter_price = None
-                th.counter_valid_until = None
+        for (s, _), t in world.threads.items():
+            if s == sid and t.status in ("open", "agreed"):
+                t.status = "rejected"
+                t.counter_price = None
+                t.counter_valid_until = None
         world.emit("reject", f"Buyer stopped working with {sid}.")
     world.counters.rejections += 1
     return None, False
@@ -546,27 +619,34 @@ def _refused_by(approval: object) -> str | None:
     return (approval.get("by") or "The approver") if approval["decision"] == "refused" else None
 
 
-def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
+@dataclass(slots=True, frozen=True)
+class EscalationPlan:
+    """What an escalation that passed its checks does: a person's refusal (nothing
+    happens), management approving a pending PR, or a management call on a thread."""
+
+    requirement: Requirement
+    refused_by: str | None = None
+    pr: PurchaseRequisition | None = None
+    supplier: Supplier | None = None
+    thread: Thread | None = None
+
+
+def check_escalate(world: World, a: dict) -> EscalationPlan:
+    """escalate's preconditions, and which of its three outcomes applies."""
     rid = _str(a, "requirement_id")
     sid = _str(a, "supplier_id", required=False)
     r = _open_requirement(world, rid)
     if world.escalations_left <= 0:
         raise ActionError("no_escalations_left", "No escalations left in this episode.")
     approver = _refused_by(a.get("approval"))
-    if approver is not None:  # a person said no: nothing happens, nothing is spent
-        world.emit("escalation_refused", f"{approver} refused the escalation on {rid}.")
-        return None, False
+    if approver is not None:
+        return EscalationPlan(r, refused_by=approver)
     pending = [p for p in world.prs if p.requirement_id == rid and p.status == "pending"]
     if pending and sid is None:
         pr = pending[0]
         if pr.amount > world.budget_remaining + 1e-6:
             raise ActionError("budget_exceeded", f"{pr.id} no longer fits the remaining budget.")
-        pr.status = "approved"
-        world.escalations_left -= 1
-        world.counters.escalations += 1
-        world.mark_dirty()
-        world.emit("escalation", f"Management approved {pr.id} for {rid} ahead of schedule.")
-        return None, False
+        return EscalationPlan(r, pr=pr)
     if sid is None:
         raise ActionError(
             "nothing_to_escalate", f"No pending PR for {rid}; name a supplier to escalate a thread."
@@ -579,6 +659,23 @@ def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
         )
     if not sup.active or sup.rejected:
         raise ActionError("supplier_inactive", f"{sid} cannot be reached.")
+    return EscalationPlan(r, supplier=sup, thread=th)
+
+
+def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
+    plan = check_escalate(world, a)
+    r, rid = plan.requirement, plan.requirement.id
+    if plan.refused_by is not None:  # a person said no: nothing happens, nothing is spent
+        world.emit("escalation_refused", f"{plan.refused_by} refused the escalation on {rid}.")
+        return None, False
+    if plan.pr is not None:
+        plan.pr.status = "approved"
+        world.escalations_left -= 1
+        world.counters.escalations += 1
+        world.mark_dirty()
+        world.emit("escalation", f"Management approved {plan.pr.id} for {rid} ahead of schedule.")
+        return None, False
+    th, sid = plan.thread, plan.supplier.id
     hid = world.th_hidden[(sid, rid)]
     prev = hid.last_counter
     cur = th.counter_price
@@ -599,6 +696,15 @@ def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
     return resp, False
 
 
+_CHECKS = {
+    "negotiate": check_negotiate,
+    "award_contract": check_award,
+    "raise_pr": check_raise_pr,
+    "defer": check_defer,
+    "reject": check_reject,
+    "hedge": check_hedge,
+    "escalate": check_escalate,
+}
 _HANDLERS = {
     "negotiate": _negotiate,
     "award_contract": _award,

@@ -60,6 +60,7 @@ class Observation(NamedTuple):
     pr_guardrail: float
     quote_validity_weeks: int
     max_deferrals: int
+    holding_cost_rate: float  # a deferral costs this x ceiling x quantity
     seed: int | None
     episode_key: int  # unique per reset in this process; not part of to_dict()
 
@@ -105,6 +106,7 @@ class Observation(NamedTuple):
                 "pr_guardrail": self.pr_guardrail,
                 "quote_validity_weeks": self.quote_validity_weeks,
                 "max_deferrals": self.max_deferrals,
+                "holding_cost_rate": self.holding_cost_rate,
                 "max_rounds": self.max_rounds,
                 "seller_unit_cost": self.seller_cost,
             },
@@ -142,6 +144,7 @@ def observe(world: World, *, done: bool, last_action: FrozenDict, episode_key: i
         cfg.pr_guardrail,
         cfg.quote_validity_weeks,
         cfg.max_deferrals,
+        cfg.holding_cost_rate,
         world.seed,
         episode_key,
     )
