@@ -36,6 +36,10 @@ class ChatRequest:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     json_schema: dict[str, Any] | None = None
+    # A conversation id: successive requests with one key usually extend the previous
+    # prompt and its reply; a backend may reuse what it computed for them. Replies must
+    # not depend on whether it did.
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,13 @@
 """The LLM buyer: ``get_policy("llm", backend=..., model=..., fallback="expert", mode=...)``.
 
 Two modes:
-- ``free``: the model reads the observation prompt and answers one JSON action (the
-  action schema is passed for constrained decoding, and the reply is validated again);
-  it picks the action and the price. The engine's error for an invalid action is shown
-  in the next prompt, and the action still costs its slot: no hidden repair.
+- ``free``: the episode is one chat (``buyer_chat``); at each step the model reads what
+  changed and the actions valid now, and answers one JSON action. Decoding is constrained
+  to the valid actions (``action_mask``: the JSON schema of exactly those, for xgrammar,
+  vLLM structured outputs or an OpenAI ``response_format``), so a backend that honours the
+  schema cannot send an invalid action; the reply is still validated, and the engine still
+  checks what is played (its error is shown in the next turn, and the action costs its
+  slot: no hidden repair). It picks the action and the price.
 - ``narrator``: the fallback rule policy (the expert by default) picks action and price,
   and the model writes the message to the supplier and a one-sentence rationale: the
   "offer generator + narrator" design (OG-Narrator, Xia et al. 2024) that lifted LLM deal
@@ -20,14 +23,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..action_mask import valid_actions
 from ..llm import resolve_backend
 from ..llm.backend import ChatMessage, ChatRequest, ChatResult, generate_one
 from ..llm.replies import adapter_for, parse_json_reply, reply_json_schema, text_max_for
 from ..observation import Observation
-from .action_schema import Narration, Rationale, action_json_schema, parse_action
+from .action_schema import Narration, Rationale, parse_action
 from .base import DecisionMeta, Policy
+from .buyer_chat import BuyerChat
 from .params import LLMParams
-from .prompts import buyer_messages, narrator_messages
+from .prompts import narrator_messages
 
 ERROR_CHARS = 300  # how much of a backend or parse error a step record keeps
 
@@ -48,38 +53,48 @@ class LLMBuyerPolicy(Policy):
         self.backend = resolve_backend(opts.backend, opts.model, **opts.backend_options)
         self.fallback = get_policy(opts.fallback, seed=seed)
         self.fallback_actor = f"fallback:{opts.fallback}"
-        self._previous: dict[str, Any] | None = None
+        self.chat = BuyerChat(max_chars=self.max_prompt_chars)
         self.stats = self._zero_stats()
 
     @staticmethod
     def _zero_stats() -> dict[str, int]:
-        return {"llm_parse_failures": 0, "llm_fallbacks": 0, "llm_calls": 0, "llm_errors": 0}
+        return {
+            "llm_parse_failures": 0,
+            "llm_fallbacks": 0,
+            "llm_calls": 0,
+            "llm_errors": 0,
+            "llm_outside_mask": 0,
+        }
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self.fallback.reset(seed)
-        self._previous = None
+        self.chat.reset()
         self.stats = self._zero_stats()
         self.last_decision = None
 
     def act(self, obs: Observation) -> dict[str, Any]:
-        action = self._narrate(obs) if self.mode == "narrator" else self._free(obs)
-        self._previous = action
-        return action
+        return self._narrate(obs) if self.mode == "narrator" else self._free(obs)
 
     # ------------------------------------------------------------------ modes
     def _free(self, obs: Observation) -> dict[str, Any]:
-        messages = buyer_messages(
-            obs, previous_action=self._previous, max_chars=self.max_prompt_chars
-        )
-        # an action has one text field to fill (its message)
-        schema = action_json_schema(text_max_for(self.max_tokens, 1))
+        mask = valid_actions(obs)
+        messages = self.chat.prompt(obs, mask)
+        # an action has two text fields to fill (its message and rationale)
+        schema = mask.json_schema(text_max_for(self.max_tokens, 2))
         result = self._generate(obs, messages, schema)
         if not result.ok:
-            return self._fall_back(obs, None, result.error or "backend error", parse=False)
+            action = self._fall_back(obs, None, result.error or "backend error", parse=False)
+            self.chat.answer_action(action)
+            return action
         action, error = parse_action(result.text)
         if action is None:
-            return self._fall_back(obs, None, error or "unusable reply", parse=True)
+            action = self._fall_back(obs, None, error or "unusable reply", parse=True)
+            self.chat.answer_action(action)
+            return action
+        # Only a backend that ignores the schema gets here; the engine will say why.
+        self.stats["llm_outside_mask"] += int(not mask.admits(action))
+        self.chat.answer(result.text.strip())
         self.last_decision = DecisionMeta("llm", action.get("message"), action.get("rationale"))
         return action
 
@@ -89,7 +104,7 @@ class LLMBuyerPolicy(Policy):
         messages = narrator_messages(obs, action, max_chars=self.max_prompt_chars)
         texts = len(reply_model.model_fields)  # message and rationale, or rationale
         schema = reply_json_schema(reply_model, text_max_for(self.max_tokens, texts))
-        result = self._generate(obs, messages, schema)
+        result = self._generate(obs, messages, schema, conversation=False)
         if not result.ok:
             return self._fall_back(obs, action, result.error or "backend error", parse=False)
         reply, error = parse_json_reply(result.text, adapter_for(reply_model))
@@ -101,7 +116,12 @@ class LLMBuyerPolicy(Policy):
 
     # ------------------------------------------------------------------ plumbing
     def _generate(
-        self, obs: Observation, messages: tuple[ChatMessage, ...], schema: dict[str, Any]
+        self,
+        obs: Observation,
+        messages: tuple[ChatMessage, ...],
+        schema: dict[str, Any],
+        *,
+        conversation: bool = True,
     ) -> ChatResult:
         request = ChatRequest(
             messages,
@@ -110,6 +130,8 @@ class LLMBuyerPolicy(Policy):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             json_schema=schema,
+            # one chat per episode: a backend may keep its keys and values between steps
+            cache_key=f"buyer/{obs.episode_key}" if conversation else None,
         )
         self.stats["llm_calls"] += 1
         result = generate_one(self.backend, request)

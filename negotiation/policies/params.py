@@ -16,6 +16,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..config import SupplierLLMSpec, errors_from_pydantic
 from ..llm.backend import LLMBackend
+from .prompts import MAX_PROMPT_CHARS
 
 RESERVED = {"seed": "Set by the runner for each episode; it cannot be a policy parameter."}
 
@@ -76,7 +77,13 @@ class LLMParams(PolicyParams):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=192, ge=16, le=4096)
-    max_prompt_chars: int = Field(default=6000, ge=500, le=200_000)
+    max_prompt_chars: int = Field(
+        default=MAX_PROMPT_CHARS,
+        ge=500,
+        le=200_000,
+        description="Characters of an episode's chat (free mode) before it starts again from "
+        "the whole state; the cap of a narrator prompt.",
+    )
     backend_options: dict[str, Scalar] = Field(
         default_factory=dict, description="Passed to the backend (base_url, timeout_s, ...)."
     )

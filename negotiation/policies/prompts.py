@@ -14,17 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..llm.backend import ChatMessage
 from ..observation import Observation
 from ..suppliers.guard import fmt_price
 from ..world.entities import TELL_NAMES, Round, Thread
+from ..world.records import RequirementRecord, SupplierRecord
 from .action_schema import ACTION_MODELS
 
 ROUNDS_PER_THREAD = 3  # the last rounds of each thread a buyer sees
 EVENTS_SHOWN = 6
-MAX_PROMPT_CHARS = 6000  # about 1,500 tokens: fast on a CPU, far inside an 8k context
+MAX_PROMPT_CHARS = 12_000  # about 3,000 tokens: inside a small model's 8k context
 TRUNCATED = "\n[... state truncated to fit the prompt limit]"
 
 _FIELD_HINTS = {
@@ -88,8 +90,8 @@ def _bilateral_terms(obs: Observation) -> str:
     )
 
 
-def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
-    rules = buyer_rules(obs)
+@cache
+def _system_prompt(rules: str, narrator: bool) -> str:
     if narrator:
         return rules + (
             "Your colleague has already chosen the next action. Write what goes with it: "
@@ -98,11 +100,18 @@ def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
     return rules + (
         "Actions (? = optional; every action may add rationale?: one sentence why):\n"
         f"{_ACTIONS}\n"
-        "Reply with ONE JSON object and nothing else, e.g. "
+        "Each turn lists what is valid now. Reply with ONE JSON object, one of those "
+        "actions, and nothing else, e.g. "
         '{"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01", '
-        '"price": 950.0, "message": "Can you meet us at 950?", "rationale": "Opening '
-        'below the list price."}'
+        '"price": <your unit price>, "message": "<a short note to the supplier>", '
+        '"rationale": "<one sentence>"}'
     )
+
+
+def buyer_system_prompt(obs: Observation, *, narrator: bool = False) -> str:
+    """The system prompt: the same text for every episode with the same rules, built once
+    per process (backends then cache its tokens' keys and values once too)."""
+    return _system_prompt(buyer_rules(obs), narrator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +121,41 @@ class _Line:
     event: bool = False
 
 
-def _round_text(rd: Round, with_tells: bool) -> str:
+def budget_text(obs: Observation) -> str:
+    """The budget as a buyer weighs it: what is left, and per unit still needed."""
+    needed = sum(r.quantity_needed for r in obs.requirements)
+    per_unit = (
+        f", {fmt_price(obs.budget_remaining / needed)} per unit still needed" if needed else ""
+    )
+    return (
+        f"Budget: {fmt_price(obs.budget_remaining)} left of {fmt_price(obs.budget_total)}"
+        f"{per_unit}."
+    )
+
+
+def requirement_text(r: RequirementRecord) -> str:
+    if r.decided:
+        return f"- {r.id} {r.name}: {r.status}"
+    crit = ", CRITICAL" if r.critical else ""
+    return (
+        f"- {r.id} {r.name} ({r.category}): {r.quantity_needed} of {r.quantity} {r.unit} "
+        f"still needed by week {r.deadline_week}{crit}; reference "
+        f"{fmt_price(r.reference_price)}/{r.unit}, ceiling {fmt_price(r.ceiling_unit_price)}; "
+        f"{r.status}"
+    )
+
+
+def supplier_text(s: SupplierRecord) -> str:
+    flags = ("" if s.active else " INACTIVE") + (" REJECTED" if s.rejected else "")
+    prices = ", ".join(f"{rid} {fmt_price(p)}" for rid, p in s.list_prices.items())
+    caps = ", ".join(f"{c} {n}" for c, n in s.capacity.items())
+    return (
+        f"- {s.id} {s.name}: list price {prices}; capacity {caps}; lead "
+        f"{s.lead_time_weeks} wk, rating {s.rated_reliability:.2f}{flags}"
+    )
+
+
+def round_text(rd: Round, with_tells: bool) -> str:
     offer = "management call" if rd.buyer_offer is None else f"you {fmt_price(rd.buyer_offer)}"
     price = "" if rd.supplier_price is None else f" {fmt_price(rd.supplier_price)}"
     text = f"    r{rd.round} wk{rd.week}: {offer} -> {rd.response}{price}"
@@ -124,7 +167,7 @@ def _round_text(rd: Round, with_tells: bool) -> str:
     return text
 
 
-def _thread_head(th: Thread) -> str:
+def thread_head(th: Thread) -> str:
     head = f"- {th.supplier_id}/{th.requirement_id} {th.status}, {len(th.rounds)} rounds"
     if th.status == "agreed" and th.agreed_price is not None:
         head += f", AGREED {fmt_price(th.agreed_price)} valid to week {th.valid_until_week}"
@@ -139,13 +182,11 @@ def _thread_head(th: Thread) -> str:
 NEXT_JSON = "Your next action (one JSON object):"
 
 
-def _state_lines(
-    obs: Observation,
-    previous_action: dict[str, Any] | None,
-    next_line: str = NEXT_JSON,
-    *,
-    with_error: bool = True,
+def state_lines(
+    obs: Observation, next_line: str = NEXT_JSON, *, with_error: bool = True
 ) -> list[_Line]:
+    """The whole public state as lines (droppable rounds and events marked), ending with
+    ``next_line``; ``with_error=False`` leaves out the last action's error."""
     last_week = obs.weeks - 1
     out = [
         _Line(
@@ -153,45 +194,22 @@ def _state_lines(
             f"{obs.actions_per_week} slots left this week, {obs.escalations_left} "
             "escalations left."
         ),
-        _Line(
-            f"Budget: total {fmt_price(obs.budget_total)}, committed "
-            f"{fmt_price(obs.budget_committed)}, remaining {fmt_price(obs.budget_remaining)}."
-        ),
+        _Line(budget_text(obs)),
         _Line("Requirements:"),
     ]
-    for r in obs.requirements:
-        if r.decided:
-            out.append(_Line(f"- {r.id} {r.name}: {r.status}"))
-            continue
-        crit = ", CRITICAL" if r.critical else ""
-        out.append(
-            _Line(
-                f"- {r.id} {r.name} ({r.category}): {r.quantity_needed} of {r.quantity} "
-                f"units still needed, deadline week {r.deadline_week}{crit}, ceiling "
-                f"{fmt_price(r.ceiling_unit_price)}/unit, {r.status}"
-            )
-        )
+    out.extend(_Line(requirement_text(r)) for r in obs.requirements)
     out.append(_Line("Suppliers:"))
-    for s in obs.suppliers:
-        flags = ("" if s.active else " INACTIVE") + (" REJECTED" if s.rejected else "")
-        prices = ", ".join(f"{rid} {fmt_price(p)}" for rid, p in s.list_prices.items())
-        caps = ", ".join(f"{c} {n}" for c, n in s.capacity.items())
-        out.append(
-            _Line(
-                f"- {s.id} {s.name}: lead {s.lead_time_weeks} wk, rating "
-                f"{s.rated_reliability:.2f}, list {prices}; capacity {caps}{flags}"
-            )
-        )
+    out.extend(_Line(supplier_text(s)) for s in obs.suppliers)
     out.append(_Line("Threads:" if obs.threads else "Threads: none yet."))
     order = 0
     for th in obs.threads.values():
-        out.append(_Line(_thread_head(th)))
+        out.append(_Line(thread_head(th)))
         if th.status not in ("open", "agreed"):
             continue
         shown = th.rounds[-ROUNDS_PER_THREAD:]
         for i, rd in enumerate(shown):
             order += 1
-            out.append(_Line(_round_text(rd, i == len(shown) - 1), (rd.week, rd.round, order)))
+            out.append(_Line(round_text(rd, i == len(shown) - 1), (rd.week, rd.round, order)))
     _section(
         out,
         "Contracts:",
@@ -218,10 +236,9 @@ def _state_lines(
     )
     err = obs.last_action.get("error") if obs.last_action and with_error else None
     if err:
-        shown = f" Your action was {_compact(previous_action)}." if previous_action else ""
         out.append(
             _Line(
-                f"Your previous action was INVALID ({err['code']}): {err['message']}{shown} "
+                f"Your previous action was INVALID ({err['code']}): {err['message']} "
                 "Fix it or choose another action."
             )
         )
@@ -271,20 +288,7 @@ def buyer_state_text(
     """The public state as the buyer reads it, ending with ``next_line`` (what to do);
     ``with_error=False`` leaves out the previous action's error where the caller has
     already reported it."""
-    return fit_lines(_state_lines(obs, None, next_line, with_error=with_error), max_chars)
-
-
-def buyer_messages(
-    obs: Observation,
-    *,
-    previous_action: dict[str, Any] | None = None,
-    max_chars: int = MAX_PROMPT_CHARS,
-) -> tuple[ChatMessage, ...]:
-    """The chat for a free-mode buyer turn; ``max_chars`` caps the state message."""
-    return (
-        ChatMessage("system", buyer_system_prompt(obs)),
-        ChatMessage("user", fit_lines(_state_lines(obs, previous_action), max_chars)),
-    )
+    return fit_lines(state_lines(obs, next_line, with_error=with_error), max_chars)
 
 
 def narrator_messages(
@@ -299,7 +303,7 @@ def narrator_messages(
         )
     else:
         ask = 'Reply {"rationale": ...}: one sentence on why this action now.'
-    state = fit_lines(_state_lines(obs, None)[:-1], max_chars)
+    state = fit_lines(state_lines(obs)[:-1], max_chars)
     return (
         ChatMessage("system", buyer_system_prompt(obs, narrator=True)),
         ChatMessage("user", f"{state}\nChosen action: {_compact(action)}\n{ask}"),

@@ -28,7 +28,8 @@ from django.core.exceptions import ValidationError
 
 from negotiation.actions import SERVICE_FIELDS
 from negotiation.policies.action_schema import parse_action
-from negotiation.policies.prompts import MAX_PROMPT_CHARS, buyer_messages
+from negotiation.policies.buyer_chat import buyer_messages
+from negotiation.policies.prompts import MAX_PROMPT_CHARS
 from procurement.limits import NUL_PROBLEM
 from procurement.models import Episode
 from procurement.selectors.episodes import (
@@ -91,16 +92,13 @@ class DatasetExport:
             "policy": episode.policy_name,
             "seed": episode.seed,
         }
-        previous = None
         # one observation more than decisions (the one after the last): zip stops first
         for (step, action, reward, valid, actor), observation in zip(
             decisions, observations, strict=False
         ):
-            system, user = buyer_messages(
-                observation, previous_action=previous, max_chars=max_chars
-            )
-            previous = _buyer_action(action)
-            reply = parse_action(json.dumps(previous))[0] if isinstance(previous, dict) else None
+            system, user = buyer_messages(observation, max_chars=max_chars)
+            played = _buyer_action(action)
+            reply = parse_action(json.dumps(played))[0] if isinstance(played, dict) else None
             if reply is None:
                 self.skipped_steps += 1
                 continue

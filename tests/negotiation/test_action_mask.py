@@ -77,7 +77,7 @@ def _bilateral():
 
 
 def test_a_fresh_bilateral_offers_negotiation_not_awards():
-    env, obs = _bilateral()
+    _, obs = _bilateral()
     mask = valid_actions(obs)
     assert "award_contract" not in mask.action_types
     (neg,) = [o for o in mask.options if o.action_type == "negotiate"]
@@ -131,7 +131,7 @@ def test_the_schema_admits_exactly_the_options():
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_folder())
     compiler = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(tokenizer))
-    env, obs = _bilateral()
+    _, obs = _bilateral()
     mask = valid_actions(obs)
     grammar = compiler.compile_json_schema(json.dumps(mask.json_schema(200)), any_whitespace=False)
 

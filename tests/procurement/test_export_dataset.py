@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 from negotiation import get_policy, run_episode
 from negotiation.policies.action_schema import parse_action
 from negotiation.policies.base import Policy
-from negotiation.policies.prompts import buyer_messages
+from negotiation.policies.buyer_chat import buyer_messages
 from procurement.models import Episode, PolicyConfig, Scenario
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
@@ -81,7 +81,7 @@ class PromptRecorder(Policy):
         self.previous = None
 
     def act(self, obs):
-        chat = buyer_messages(obs, previous_action=self.previous)
+        chat = buyer_messages(obs)
         self.chats.append([{"role": m.role, "content": m.content} for m in chat])
         self.previous = self.inner.act(obs)
         return self.previous

@@ -84,66 +84,53 @@ def fair_supplier(request: ChatRequest) -> str:
     return json.dumps({"decision": "counter", "price": ask, "message": "We can do {price}."})
 
 
-_REQ = re.compile(
-    r"^- (R\d+) .*?: (\d+) of \d+ units still needed, deadline week \d+(?:, CRITICAL)?, "
-    rf"ceiling {N}/unit",
-    re.M,
-)
-_THREAD = re.compile(
-    rf"^- (S\d+)/(R\d+) (\w+), \d+ rounds(?:, AGREED {N})?(?:, standing counter {N})?",
-    re.M,
-)
-_SUP = re.compile(r"^- (S\d+) .*?list (.*?); capacity", re.M)
+_CEILING = re.compile(rf"^- (R\d+) .*? still needed by week \d+.*?ceiling {N};", re.M)
+_AWARD = re.compile(rf"^- award_contract (S\d+)/(R\d+) at {N} per unit: quantity 1-(\d+)$", re.M)
+_NEGOTIATE = re.compile(r"^- negotiate (R\d+) \(unit price up to [\d,.]+\) with (S\d+)", re.M)
 
 
 def simple_buyer(request: ChatRequest) -> str:
-    """A plain scripted buyer model: for the first open requirement, award an agreement
-    or a standing counter under the ceiling, else offer 85 % of the ceiling to the first
-    supplier still talking; raise a PR when the engine asks for one."""
+    """A plain scripted buyer model that reads its latest turn: award the most it may of a
+    price under the ceiling, else offer 85 % of the ceiling where it may negotiate; raise a
+    PR when the engine asks for one; else defer."""
     text = prompt(request)
-    pr = re.search(rf"INVALID \(pr_required\): Cost {N} .*? for (R\d+)", text)
+    turn = request.messages[-1].content
+    ceilings = {m[1]: _num(m[2]) for m in _CEILING.finditer(text)}  # the latest wins
+    pr = re.search(rf"INVALID \(pr_required\): Cost {N} .*? for (R\d+)", turn)
     if pr:
-        amount = _num(pr.group(1))
         return json.dumps(
             {
                 "action_type": "raise_pr",
                 "requirement_id": pr.group(2),
-                "amount": amount,
+                "amount": _num(pr.group(1)),
                 "rationale": "The award needs approval.",
             }
         )
-    threads = {(m[1], m[2]): m for m in _THREAD.finditer(text)}
-    for req in _REQ.finditer(text):
-        rid, needed, ceiling = req[1], int(req[2]), _num(req[3])
-        if needed == 0:
+    for sid, rid, price, most in _AWARD.findall(turn):
+        if _num(price) <= ceilings.get(rid, 0.0):  # a ceiling the chat still shows
+            return json.dumps(
+                {
+                    "action_type": "award_contract",
+                    "supplier_id": sid,
+                    "requirement_id": rid,
+                    "quantity": int(most),
+                    "rationale": "Price is under our ceiling.",
+                }
+            )
+    for rid, sid in _NEGOTIATE.findall(turn):
+        if rid not in ceilings:
             continue
-        for (sid, trid), m in threads.items():
-            price = m[4] or m[5]
-            if trid == rid and m[3] in ("open", "agreed") and price and _num(price) <= ceiling:
-                return json.dumps(
-                    {
-                        "action_type": "award_contract",
-                        "supplier_id": sid,
-                        "requirement_id": rid,
-                        "quantity": needed,
-                        "rationale": "Price is under our ceiling.",
-                    }
-                )
-        for sup in _SUP.finditer(text):
-            sid = sup[1]
-            closed = (sid, rid) in threads and threads[(sid, rid)][3] not in ("open", "agreed")
-            if f"{rid} " in sup[2] and not closed:
-                price = round(ceiling * 0.85, 2)
-                return json.dumps(
-                    {
-                        "action_type": "negotiate",
-                        "supplier_id": sid,
-                        "requirement_id": rid,
-                        "price": price,
-                        "message": f"We can offer {price:.2f} per unit.",
-                        "rationale": "Opening below the ceiling.",
-                    }
-                )
+        price = round(ceilings[rid] * 0.85, 2)
+        return json.dumps(
+            {
+                "action_type": "negotiate",
+                "supplier_id": sid,
+                "requirement_id": rid,
+                "price": price,
+                "message": f"We can offer {price:.2f} per unit.",
+                "rationale": "Opening below the ceiling.",
+            }
+        )
     return json.dumps({"action_type": "defer", "rationale": "Nothing to do this week."})
 
 

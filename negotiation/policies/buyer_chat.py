@@ -1,0 +1,194 @@
+"""The LLM buyer's episode as one multi-turn chat: what the model reads and answers.
+
+The first turn is the whole public state (``prompts``) and the actions valid now; each
+later turn appends only what changed since the model's last action (its result, the
+supplier's answer, new rounds, events, changed requirements, contracts and PRs; at a new
+week the suppliers' moved list prices) and what is valid now, so a backend that keeps the
+chat's key/value cache computes only the new tokens. The model's own replies are kept as
+assistant turns exactly as it wrote them. When the chat outgrows ``max_chars`` it starts
+again from the whole state (the system prompt, the same for every episode with the same
+rules, stays the shared prefix).
+
+This is the one renderer of the buyer's chat: play and training data both use it, so a
+model is trained in exactly the format it plays in. It is deterministic (same
+observations and replies, same text).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from ..action_mask import ActionMask, Option, valid_actions
+from ..llm.backend import ChatMessage
+from ..observation import Observation
+from ..suppliers.guard import fmt_price
+from .prompts import (
+    MAX_PROMPT_CHARS,
+    NEXT_JSON,
+    ROUNDS_PER_THREAD,
+    budget_text,
+    buyer_system_prompt,
+    fit_lines,
+    requirement_text,
+    round_text,
+    state_lines,
+    supplier_text,
+    thread_head,
+)
+
+FIRST_TURN_SHARE = 2  # a restart's whole-state turn may take 1/2 of the chat's limit
+
+
+def valid_now_lines(mask: ActionMask) -> list[str]:
+    """The valid actions, grouped as a buyer reads them, every id and limit named (list
+    prices are in the state)."""
+    by_type: dict[str, list[Option]] = defaultdict(list)
+    for option in mask.options:
+        by_type[option.action_type].append(option)
+    lines = ["Valid now:"]
+    offers: dict[tuple[str, float], list[str]] = defaultdict(list)
+    for o in by_type.pop("negotiate", []):
+        f = dict(o.fields)
+        offers[(f["requirement_id"].values[0], f["price"].high)].append(f["supplier_id"].values[0])
+    lines.extend(
+        f"- negotiate {rid} (unit price up to {fmt_price(high)}) with {', '.join(sids)}"
+        for (rid, high), sids in offers.items()
+    )
+    for o in by_type.pop("award_contract", []):
+        f = dict(o.fields)
+        q = f["quantity"]
+        lines.append(
+            f"- award_contract {f['supplier_id'].values[0]}/{f['requirement_id'].values[0]} "
+            f"{o.note}: quantity {int(q.low)}-{int(q.high)}"
+        )
+    prs = [dict(o.fields) for o in by_type.pop("raise_pr", [])]
+    if prs:
+        limits = "; ".join(
+            f"{f['requirement_id'].values[0]} {fmt_price(f['amount'].high)}" for f in prs
+        )
+        lines.append(f"- raise_pr, amount up to: {limits}")
+    rejects = [dict(o.fields)["supplier_id"].values[0] for o in by_type.pop("reject", [])]
+    if rejects:
+        lines.append(f"- reject {', '.join(rejects)} (a whole supplier, or one requirement_id)")
+    for o in by_type.pop("defer", []):
+        some = dict(o.fields).get("requirement_id")
+        moved = (
+            f" (with requirement_id {'|'.join(some.values)}: moves that deadline)" if some else ""
+        )
+        lines.append(f"- defer: closes the week{moved}")
+    for options in by_type.values():
+        lines.extend(f"- {o.text()}" for o in options)
+    return lines
+
+
+def _compact(action: dict[str, Any]) -> str:
+    return json.dumps(action)  # the separators constrained decoding writes
+
+
+def _changes(prev: Observation, obs: Observation) -> list[str]:
+    """What changed between two observations, as the buyer needs to hear it."""
+    out = []
+    err = obs.last_action.get("error")
+    if err:
+        out.append(f"That action was INVALID ({err['code']}): {err['message']}")
+    for key, th in obs.threads.items():
+        before = prev.threads.get(key)
+        if before == th:
+            continue
+        out.append(thread_head(th))
+        seen = len(before.rounds) if before is not None else 0
+        new = th.rounds[seen:][-ROUNDS_PER_THREAD:]
+        out.extend(round_text(rd, i == len(new) - 1) for i, rd in enumerate(new))
+    if obs.week != prev.week:
+        out.append(f"Week {obs.week} began. Suppliers now:")
+        out.extend(supplier_text(s) for s in obs.suppliers)
+    else:
+        before_sup = {s.id: s for s in prev.suppliers}
+        out.extend(supplier_text(s) for s in obs.suppliers if before_sup.get(s.id) != s)
+    before_req = {r.id: r for r in prev.requirements}
+    out.extend(requirement_text(r) for r in obs.requirements if before_req.get(r.id) != r)
+    old_contracts = set(prev.contracts)
+    out.extend(
+        f"- {c.id} {c.supplier_id}/{c.requirement_id} {c.quantity} x {fmt_price(c.unit_price)}"
+        f" due week {c.due_week}, {c.status}"
+        for c in obs.contracts
+        if c not in old_contracts
+    )
+    old_prs = set(prev.purchase_requisitions)
+    out.extend(
+        f"- {p.id} {p.requirement_id} {fmt_price(p.amount)} {p.status}"
+        f" (decided after week {p.matures_week})"
+        for p in obs.purchase_requisitions
+        if p not in old_prs
+    )
+    old_events = set(prev.events)
+    out.extend(f"- wk{e.week} {e.kind}: {e.text}" for e in obs.events if e not in old_events)
+    return out
+
+
+def _status(obs: Observation) -> str:
+    return (
+        f"Week {obs.week} of 0-{obs.weeks - 1}, {obs.actions_left_this_week} of "
+        f"{obs.actions_per_week} slots left, {obs.escalations_left} escalations left. "
+        f"{budget_text(obs)}"
+    )
+
+
+class BuyerChat:
+    """One episode's chat. ``prompt(obs, mask)`` gives the messages for the next turn;
+    ``answer(text)`` records what the model answered (or the action played for it)."""
+
+    def __init__(self, *, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.reset()
+
+    def reset(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self._last: Observation | None = None
+        self.restarts = 0
+
+    def prompt(self, obs: Observation, mask: ActionMask) -> tuple[ChatMessage, ...]:
+        valid = "\n".join(valid_now_lines(mask))
+        if self._last is not None and self.messages[-1].role == "assistant":
+            changes = "\n".join(_changes(self._last, obs)) or "Nothing changed."
+            turn = f"Result:\n{changes}\n{_status(obs)}\n{valid}\n{NEXT_JSON}"
+            if self._size() + len(turn) <= self.max_chars:
+                self.messages.append(ChatMessage("user", turn))
+                self._last = obs
+                return tuple(self.messages)
+            self.restarts += 1
+        self.messages = [
+            ChatMessage("system", buyer_system_prompt(obs)),
+            first_turn(obs, mask, self.max_chars // FIRST_TURN_SHARE),
+        ]
+        self._last = obs
+        return tuple(self.messages)
+
+    def answer(self, text: str) -> None:
+        self.messages.append(ChatMessage("assistant", text))
+
+    def answer_action(self, action: dict[str, Any]) -> None:
+        """Record an action the model did not write itself (a fallback's) as its turn."""
+        self.answer(_compact(action))
+
+    def _size(self) -> int:
+        return sum(len(m.content) for m in self.messages[1:])
+
+
+def first_turn(obs: Observation, mask: ActionMask, max_chars: int) -> ChatMessage:
+    """The whole public state, what is valid now, and what to answer."""
+    valid = valid_now_lines(mask)
+    tail = "\n".join([*valid, NEXT_JSON])
+    state = fit_lines(state_lines(obs)[:-1], max(200, max_chars - len(tail) - 1))
+    return ChatMessage("user", f"{state}\n{tail}")
+
+
+def buyer_messages(
+    obs: Observation, *, max_chars: int = MAX_PROMPT_CHARS
+) -> tuple[ChatMessage, ...]:
+    """A chat's opening for ``obs`` alone: the system prompt and the whole-state turn."""
+    return ChatMessage("system", buyer_system_prompt(obs)), first_turn(
+        obs, valid_actions(obs), max_chars
+    )
