@@ -8,9 +8,9 @@ registered it: the embedded web process (workers.embedded), manage.py and the te
 Two lanes, as Celery has two queues: the task's queue (``RunPlan.queue``, which the caller
 passes) picks its lane. The rule lane (``cpu``: rule episodes, sweeps, human seats handed
 to their fallback) never waits behind a language model; the model lane (``gpu``) plays
-LLM episodes and LLM sweep chunks, several at once, so their turns meet in one batch of
-the process's shared model (``negotiation.llm.shared``). A task for any other queue runs
-in the rule lane.
+LLM episodes and LLM sweep chunks with threads of its own. Episodes it plays at once share
+the process's model, their turns in one batch (``negotiation.llm.shared``). A task for any
+other queue runs in the rule lane.
 """
 
 from __future__ import annotations
