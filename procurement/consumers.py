@@ -21,7 +21,13 @@ from procurement.selectors import live
 
 # The group events a stream forwards to its client as they are (see live.encoded).
 FORWARDED_EVENTS = frozenset(
-    {"episode.decisions", "episode.status", "sweep.progress", "episode.approval"}
+    {
+        "episode.decisions",
+        "episode.status",
+        "episode.waiting",
+        "sweep.progress",
+        "episode.approval",
+    }
 )
 
 

@@ -1,10 +1,11 @@
 """Hand work to the workers by task name: the one way the Django side starts a task.
 
-The Django side never imports ``workers/``: it names tasks. In full mode a name goes to
-Celery (``send_task``) on the queue the caller picks (``cpu`` by default, ``gpu`` for
-language-model runs). On the embedded default (TASK_RUNNER=thread) it goes to the
-in-process runner that the worker side registers when its process starts
-(``workers.inprocess.install_local_runner``: the embedded web process, manage.py, tests).
+The Django side never imports ``workers/``: it names tasks. The caller picks the queue
+(``cpu`` by default, ``gpu`` for language-model runs: ``RunPlan.queue``). In full mode a
+name goes to Celery (``send_task``) on that queue. On the embedded default
+(TASK_RUNNER=thread) it goes to the in-process runner that the worker side registers when
+its process starts (``workers.inprocess.install_local_runner``: the embedded web process,
+manage.py, tests), into the lane of that queue.
 """
 
 from __future__ import annotations
@@ -30,17 +31,28 @@ RECONCILE = "workers.tasks.reconcile"
 PING = "workers.tasks.ping"
 
 RunRef = tuple[str, int]  # ("episode" | "sweep", id)
+Place = tuple[str, int]  # (queue, 1-based place among the runs waiting in its lane)
 RUN_OF_TASK = {RUN_EPISODE: "episode", RUN_SWEEP: "sweep", RUN_SWEEP_CHUNK: "sweep"}
 
 
 class LocalRunner(Protocol):
     """What the embedded default's in-process runner offers this module."""
 
-    def submit(self, name: str, args: tuple[Any, ...] = (), kwargs: dict | None = None) -> None:
-        """Run the task called ``name`` in a worker thread of this process."""
+    def submit(
+        self,
+        name: str,
+        args: tuple[Any, ...] = (),
+        kwargs: dict | None = None,
+        *,
+        queue: str | None = None,
+    ) -> None:
+        """Run the task called ``name`` in a worker thread of ``queue``'s lane."""
 
     def run_refs(self) -> set[RunRef]:
         """The runs queued or running here."""
+
+    def place(self, ref: RunRef) -> Place | None:
+        """Where ``ref`` waits for a thread of its lane; None when it waits in none."""
 
     def status(self) -> dict[str, Any]:
         """Threads alive, queued, completed and failed tasks."""
@@ -83,7 +95,7 @@ def enqueue(name: str, *args: Any, queue: str | None = None) -> None:
             if runner is None:
                 log.warning("no in-process runner here: %s%r left for the reconciler", name, args)
             else:
-                runner.submit(name, args)
+                runner.submit(name, args, queue=queue)
             return
         options = {"queue": queue} if queue else {}
         try:
@@ -105,3 +117,10 @@ def runs_in_flight(*, taken_within_s: float) -> set[RunRef]:
     from procurement.broker import runs_with_messages
 
     return runs_with_messages(taken_within_s=taken_within_s)
+
+
+def run_place(ref: RunRef) -> Place | None:
+    """Where a queued run waits in this process's runner (the embedded default); None
+    when it waits in none here (Celery's broker holds it, or a thread took it)."""
+    runner = local_runner() if settings.TASK_RUNNER == "thread" else None
+    return runner.place(ref) if runner is not None else None

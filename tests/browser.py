@@ -62,14 +62,7 @@ class EmbeddedSite:
             PYTHONPATH=str(ROOT),
             RECONCILE_ON_START="0",
         )
-        subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+        self.shell(SETUP)
         self.log_path = self.data_dir / "daphne.log"
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
@@ -80,6 +73,17 @@ class EmbeddedSite:
             stderr=subprocess.STDOUT,
         )
         wait_port(self.port, timeout=60)
+
+    def shell(self, code: str) -> None:
+        """Run Python code in the site's Django (``manage.py shell -c``)."""
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
 
     def log_tail(self) -> str:
         return self.log_path.read_text()[-3000:]

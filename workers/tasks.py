@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from procurement import dispatch
+from procurement.run_plan import GPU_QUEUE
 from procurement.services.faults import INFRASTRUCTURE_ERRORS
 
 RETRY_POLICY = {
@@ -64,9 +65,16 @@ def run_sweep_task(sweep_id: int) -> dict[str, object]:
     from procurement.services.sweeps import sweep_close_if_done
 
     chunks = sweep_runner.sweep_start(sweep_id=sweep_id)
-    if settings.TASK_RUNNER == "thread":  # embedded: this thread is the only worker
+    if settings.TASK_RUNNER == "thread":
+        # Embedded: rule chunks play here, in the rule lane; LLM chunks go to the model
+        # lane, so that no rule run waits behind a model.
         for chunk in chunks:
-            sweep_runner.sweep_cells_run(sweep_id=sweep_id, cell_ids=chunk.cell_ids)
+            if chunk.queue == GPU_QUEUE:
+                dispatch.enqueue(
+                    dispatch.RUN_SWEEP_CHUNK, sweep_id, chunk.cell_ids, queue=GPU_QUEUE
+                )
+            else:
+                sweep_runner.sweep_cells_run(sweep_id=sweep_id, cell_ids=chunk.cell_ids)
     elif chunks:
         group(
             run_sweep_chunk.s(sweep_id, chunk.cell_ids).set(queue=chunk.queue) for chunk in chunks

@@ -14,7 +14,13 @@ if TASK_RUNNER not in {"celery", "thread"}:
 if TASK_RUNNER == "celery" and not REDIS_URL:
     raise ImproperlyConfigured("TASK_RUNNER=celery needs REDIS_URL (the broker).")
 
+# The embedded runner's two lanes (workers.inprocess): rule work (episodes, sweeps, human
+# seats handed over) never waits behind a language model. The model lane plays one episode
+# at a time: on CPU a batch of several episodes' turns costs about as much as those turns
+# one by one, so concurrent episodes would only all finish late (docs/operations.md).
+# Where batching pays (a GPU), more threads let episodes started together batch.
 EMBEDDED_WORKER_THREADS = env.int("EMBEDDED_WORKER_THREADS", default=1)
+EMBEDDED_LLM_THREADS = env.int("EMBEDDED_LLM_THREADS", default=1)
 SWEEP_CHUNK_CELLS = env.int("SWEEP_CHUNK_CELLS", default=20)  # episodes per Celery task
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"

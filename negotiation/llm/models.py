@@ -61,6 +61,16 @@ def smollm2_folder(cache_dir: Path | None = None) -> Path:
     return target
 
 
+def model_label(model: str) -> str:
+    """A short name for a model setting: "smollm2" for the default, a server's host for a
+    URL, else the folder's (or served model's) last part."""
+    if model.strip().lower() in DEFAULT_ALIASES:
+        return "smollm2"
+    if "://" in model:
+        return model.split("://", 1)[1].split("/", 1)[0]
+    return Path(model.rstrip("/")).name or model
+
+
 def resolve_model(model: str) -> Path:
     """A local folder to load: the default model for ``""``/``"smollm2"``, else ``model``
     must be a Hugging Face folder on this machine (weights are never downloaded)."""

@@ -53,6 +53,12 @@ _batchers: dict[LLMSpec, BatchingBackend] = {}
 _lock = threading.Lock()
 
 
+def shared_batcher_loaded(spec: LLMSpec) -> bool:
+    """Whether ``shared_batcher(spec)`` answers at once (its model is loaded here)."""
+    with _lock:
+        return spec in _batchers
+
+
 def shared_batcher(spec: LLMSpec) -> BatchingBackend:
     """This process's batching backend for ``spec`` (the model is loaded on first use)."""
     with _lock:

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
 from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
+from procurement.selectors import live as live_selectors
 from procurement.services import policies as policy_services
 
 
@@ -138,10 +139,33 @@ class EpisodeSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class WaitingSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(["queued", "loading_model", "thinking"])
+    lane = serializers.CharField(help_text='"rule" or "model": the line the run waits in.')
+    position = serializers.IntegerField(
+        allow_null=True, help_text="Its place in its lane's line (1: next); null when unknown."
+    )
+    text = serializers.CharField(help_text='In words: "2nd in the model lane", "thinking".')
+
+
 class EpisodeDetailSerializer(EpisodeSerializer):
+    waiting = serializers.SerializerMethodField(
+        help_text="What the run waits for now (its place in its lane, its model loading or "
+        "thinking); null when nothing."
+    )
+
     class Meta(EpisodeSerializer.Meta):
-        fields = [*EpisodeSerializer.Meta.fields, "scenario_snapshot", "policy_snapshot"]
+        fields = [
+            *EpisodeSerializer.Meta.fields,
+            "waiting",
+            "scenario_snapshot",
+            "policy_snapshot",
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, episode: Episode) -> dict | None:
+        return live_selectors.episode_waiting(episode)
 
 
 class NameOrIdField(serializers.SlugRelatedField):

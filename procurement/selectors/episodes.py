@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from negotiation.llm.models import model_label
+from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.run_plan import RunPlan
@@ -37,6 +39,24 @@ class Pinned:
         return RunPlan.of(
             scenario_config=self.scenario_config, policy_snapshot=self.policy_snapshot
         )
+
+
+def episode_llm_spec(episode: Episode) -> LLMSpec | None:
+    """The model this episode talks to, by its run plan (None: rule-only). Buyer and
+    suppliers share it: one handle on the process's batching backend serves both."""
+    plan = episode.run_plan
+    return LLMSpec.for_episode(
+        episode.scenario_snapshot,
+        episode.policy_snapshot,
+        buyer_uses_llm=plan.buyer_uses_llm,
+        suppliers_use_llm=plan.suppliers_use_llm,
+    )
+
+
+def episode_model_label(episode: Episode) -> str | None:
+    """The short name of the episode's model ("smollm2"), for its LLM-played rows."""
+    spec = episode_llm_spec(episode)
+    return None if spec is None else model_label(spec.model)
 
 
 def next_free_seed(*, scenario: Scenario, policy: PolicyConfig) -> int:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from procurement import dispatch
 from procurement.errors import NotFound
-from procurement.models import Decision, Episode, Sweep
+from procurement.models import Decision, Episode, EpisodeStatus, Sweep
+from procurement.run_phases import LOADING_MODEL, THINKING, phase_of
+from procurement.run_plan import LANE_NAMES
 from procurement.selectors.approvals import approval_payload, pending_approvals
 
 OVERVIEW_GROUP = "overview"
@@ -23,6 +26,38 @@ def decisions_after(*, episode_id: int, step: int, limit: int = 5000) -> list[di
     return [decision_payload(d) for d in rows[:limit]]
 
 
+PHASE_TEXT = {LOADING_MODEL: "loading model", THINKING: "thinking"}
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def waiting_payload(*, state: str, queue: str, position: int | None = None) -> dict[str, Any]:
+    """What a run waits for, with the words a page shows: ``queued`` at ``position`` in
+    its queue's lane ("2nd in the model lane"; no position: its lane is not in this
+    process), or the model loading or thinking."""
+    lane = LANE_NAMES.get(queue, queue)
+    if state != "queued":
+        text = PHASE_TEXT[state]
+    elif position:
+        text = f"{ordinal(position)} in the {lane} lane"
+    else:
+        text = f"waiting in the {lane} lane"
+    return {"state": state, "lane": lane, "position": position, "text": text}
+
+
+def episode_waiting(episode: Episode) -> dict[str, Any] | None:
+    """What the episode waits for now: its place in its lane while queued, its model
+    while running (``procurement.run_phases``); None when it waits for nothing."""
+    if episode.status == EpisodeStatus.QUEUED:
+        queue, position = dispatch.run_place(("episode", episode.pk)) or (episode.queue, None)
+        return waiting_payload(state="queued", queue=queue, position=position)
+    phase = phase_of(episode.pk) if episode.status == EpisodeStatus.RUNNING else None
+    return waiting_payload(state=phase, queue=episode.queue) if phase else None
+
+
 def episode_payload(episode: Episode) -> dict[str, Any]:
     return {
         "id": episode.pk,
@@ -33,6 +68,7 @@ def episode_payload(episode: Episode) -> dict[str, Any]:
         "steps": episode.steps,
         "score": episode.score,
         "sweep": episode.sweep_id,
+        "waiting": episode_waiting(episode),
     }
 
 

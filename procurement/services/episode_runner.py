@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
 
 from negotiation import StepRecord, get_policy, run_episode
-from negotiation.llm import LLMBackend
-from negotiation.llm.shared import LLMSpec, shared_batcher
+from negotiation.llm import ChatRequest, ChatResult, LLMBackend
+from negotiation.llm.shared import shared_batcher, shared_batcher_loaded
 from procurement.models import Episode, EpisodeStatus
+from procurement.run_phases import LOADING_MODEL, THINKING, Phase, phase_set
+from procurement.selectors.episodes import episode_llm_spec
 from procurement.services import approvals, live
 from procurement.services.episodes import (
     AttemptSuperseded,
@@ -46,31 +48,47 @@ def policy_build(*, snapshot: dict[str, Any], seed: int, backend: LLMBackend | N
     return get_policy(snapshot["policy"], seed=seed, **params)
 
 
-def llm_spec(episode: Episode) -> LLMSpec | None:
-    """The model this episode talks to, by its run plan (None: rule-only)."""
-    plan = episode.run_plan
-    return LLMSpec.for_episode(
-        episode.scenario_snapshot,
-        episode.policy_snapshot,
-        buyer_uses_llm=plan.buyer_uses_llm,
-        suppliers_use_llm=plan.suppliers_use_llm,
-    )
+class _Thinking(LLMBackend):
+    """An episode's model handle that says so before each call (the episode is thinking)."""
+
+    name = "thinking"
+
+    def __init__(self, inner: LLMBackend, on_call: Callable[[], None]) -> None:
+        super().__init__()
+        self.inner, self.stats, self._on_call = inner, inner.stats, on_call
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        self._on_call()
+        return self.inner.generate(requests)
+
+
+def _phase(episode: Episode, phase: Phase | None, publish: bool) -> None:
+    """Record what the episode waits for; its page hears of each change."""
+    if phase_set(episode.pk, phase) and publish:
+        live.publish_episode_waiting(episode)
 
 
 @contextmanager
-def llm_handle(episode: Episode, attempt: int) -> Iterator[LLMBackend | None]:
+def llm_handle(
+    episode: Episode, attempt: int, *, publish: bool = False
+) -> Iterator[LLMBackend | None]:
     """For an LLM episode, its participant handle on this process's shared batching
     backend (buyer and suppliers both use it), and a heartbeat while it plays (a decision
-    may take minutes); None for rule-only episodes."""
-    spec = llm_spec(episode)
+    may take minutes); None for rule-only episodes. Meanwhile the episode's phase says
+    "loading model" until its model is there, then "thinking" from its first call on
+    (``publish``: live too)."""
+    spec = episode_llm_spec(episode)
     if spec is None:
         yield None
         return
-    with (
-        Heartbeat(lambda: episode_touch(episode=episode, attempt=attempt)),
-        shared_batcher(spec).join() as participant,
-    ):
-        yield participant
+    try:
+        with Heartbeat(lambda: episode_touch(episode=episode, attempt=attempt)):
+            if not shared_batcher_loaded(spec):
+                _phase(episode, LOADING_MODEL, publish)
+            with shared_batcher(spec).join() as participant:
+                yield _Thinking(participant, lambda: _phase(episode, THINKING, publish))
+    finally:
+        _phase(episode, None, publish)
 
 
 class _BatchWriter:
@@ -131,7 +149,7 @@ def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode
     writer = _BatchWriter(episode, attempt, len(stored_actions), live_updates)
     started = time.perf_counter()
     try:
-        with llm_handle(episode, attempt) as backend:
+        with llm_handle(episode, attempt, publish=live_updates) as backend:
             # An LLM episode waits on the model most of the time: it gives its database
             # connection back after each batch instead of holding it for minutes.
             writer.release_connection = backend is not None

@@ -7,9 +7,16 @@ import logging
 import time
 from typing import Any
 
+from procurement.dispatch import RunRef
 from procurement.models import Episode, Sweep
 from procurement.publish import publish_many
-from procurement.selectors.live import OVERVIEW_GROUP, episode_payload, sweep_payload
+from procurement.selectors.live import (
+    OVERVIEW_GROUP,
+    episode_payload,
+    episode_waiting,
+    sweep_payload,
+    waiting_payload,
+)
 from procurement.services.decision_store import stored_values
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,22 @@ def publish_episode_status(episode: Episode) -> None:
     if episode.sweep_id is None:
         _send(episode.group_name, [event])
         _send(OVERVIEW_GROUP, [event])
+
+
+def publish_episode_waiting(episode: Episode, waiting: dict[str, Any] | None = None) -> None:
+    """What the episode waits for now (``waiting``, else read): its place in its lane,
+    its model loading or thinking, or nothing (null)."""
+    waiting = episode_waiting(episode) if waiting is None else waiting
+    event = {"type": "episode.waiting", "episode": episode.pk, "waiting": waiting}
+    _send(episode.group_name, [event])
+
+
+def publish_line(queue: str, line: list[RunRef]) -> None:
+    """Tell each episode waiting in ``queue``'s lane its place, after the line moved."""
+    for position, (kind, pk) in enumerate(line, start=1):
+        if kind == "episode":
+            waiting = waiting_payload(state="queued", queue=queue, position=position)
+            publish_episode_waiting(Episode(pk=pk), waiting)
 
 
 def publish_approval(episode: Episode, approval: dict[str, Any]) -> None:

@@ -28,10 +28,11 @@ from negotiation import run_episode
 from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm.shared import LLMSpec, shared_batcher
 from procurement.models import Episode, EpisodeStatus, Sweep, SweepCell, SweepStatus
+from procurement.selectors.episodes import episode_llm_spec
 from procurement.selectors.sweeps import SweepPins, sweep_pins
 from procurement.services import live, throttle
 from procurement.services.decision_store import insert_decisions
-from procurement.services.episode_runner import llm_spec, policy_build
+from procurement.services.episode_runner import policy_build
 from procurement.services.episodes import episode_build
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
@@ -135,7 +136,7 @@ def _split_by_model(cells: list[SweepCell], pins: SweepPins):
             sweep=cell.sweep,
             pinned=pins.for_cell(cell.scenario_id, cell.policy_id),
         )
-        spec = llm_spec(episode)
+        spec = episode_llm_spec(episode)
         (rule if spec is None else llm.setdefault(spec, [])).append((cell, episode))
     return rule, llm
 

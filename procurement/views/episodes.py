@@ -10,6 +10,7 @@ from procurement.models import Episode
 from procurement.roles import may_cancel_episode
 from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
+from procurement.selectors.episodes import episode_model_label
 from procurement.services.episodes import episode_create
 from procurement.views.access import call_service, role_required
 
@@ -44,6 +45,7 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
             "episode": live.episode_payload(episode),
             "metrics": episode.metrics,
             "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
+            "model": episode_model_label(episode),  # marks the rows its model played
             "error": episode.error,
         },
         "can_cancel": may_cancel_episode(request.user, episode),

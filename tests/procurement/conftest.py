@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.core.management import call_command
@@ -96,3 +96,31 @@ def admin_client(client, user_with_role, seeded):
     client.force_login(user)
     client.user = user
     return client
+
+
+# --- the browser tests (tests/browser.py): each module serves its own ``site`` ----------
+
+
+@pytest.fixture(scope="module")
+def browser(site) -> Iterator:
+    """Debian's Chromium, headless, once the module's site is up."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    """A 1366 px page in a fresh context; the test fails on any JavaScript error."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, errors

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     EmbeddedSite,
     has_horizontal_scroll,
     login,
@@ -28,27 +26,6 @@ def site() -> Iterator[EmbeddedSite]:
     site = EmbeddedSite()
     yield site
     site.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(site) -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator:
-    context = browser.new_context(viewport={"width": 1366, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, errors  # no JavaScript error on any page
 
 
 def _rows(page) -> int:

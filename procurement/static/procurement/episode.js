@@ -32,13 +32,52 @@
     return { type: a.action_type || "?", who, offer, response, message };
   }
 
+  // Who played the row, when not the plain policy: the model (buyer or supplier), a
+  // fallback with its reason, the guard's repairs of the supplier's reply.
+  const REASON_CHARS = 160;
+  function marks(d) {
+    const out = [], model = page.model || "model";
+    const actor = d.actor || "policy", supplier = d.supplier_actor || "";
+    const buyerFellBack = actor.startsWith("fallback:");
+    if (actor === "llm") out.push(["llm", `LLM ${model}`]);
+    else if (buyerFellBack) out.push(["fallback", `fallback: ${actor.slice(9)}`, d.llm_error || "the model's reply was unusable"]);
+    else if (actor !== "policy") out.push(["", actor]);
+    if (supplier === "llm") out.push(["llm", `supplier LLM ${model}`]);
+    else if (supplier.startsWith("fallback:")) {
+      const why = buyerFellBack ? "the model's reply was unusable" : d.llm_parse_failure ? "its reply could not be parsed" : "the model call failed";
+      out.push(["fallback", `supplier fallback: ${supplier.slice(9)}`, why]);
+    }
+    const repairs = Array.isArray(d.supplier_repairs) ? d.supplier_repairs : [];
+    for (const r of repairs) out.push(["repair", "guard repair", String(r)]);
+    if (!repairs.length && d.guard_interventions > 0) out.push(["repair", `guard repairs: ${d.guard_interventions}`]);
+    return out;
+  }
+
+  function markCell(td, list) {
+    if (!list.length) return;
+    const box = document.createElement("div");
+    box.className = "marks";
+    for (const [cls, text, reason] of list) {
+      const m = document.createElement("span");
+      m.className = `mark ${cls}`.trim(); m.textContent = text;
+      box.appendChild(m);
+      if (reason) {
+        const r = document.createElement("span");
+        r.className = "reason"; r.title = reason;
+        r.textContent = reason.length > REASON_CHARS ? reason.slice(0, REASON_CHARS - 1) + "…" : reason;
+        box.appendChild(r);
+      }
+    }
+    td.appendChild(box);
+  }
+
   function addRow(d) {
     const tbody = $("timeline").tBodies[0];
     const info = describe(d);
     const tr = document.createElement("tr");
     tr.dataset.step = d.step;
     if (!d.valid) tr.className = "invalid";
-    cell(tr, d.step, "num"); cell(tr, d.week, "num"); cell(tr, info.type + (d.actor && d.actor !== "policy" ? ` (${d.actor})` : ""));
+    cell(tr, d.step, "num"); cell(tr, d.week, "num"); markCell(cell(tr, info.type), marks(d));
     cell(tr, info.who); cell(tr, info.offer == null ? "" : f.money(info.offer), "num"); cell(tr, info.response);
     const msg = cell(tr, "", "hide-narrow");
     if (info.message) { const m = document.createElement("div"); m.className = "message"; m.textContent = info.message; msg.appendChild(m); }
@@ -149,10 +188,18 @@
     }));
   }
 
+  function showWaiting(waiting) {
+    // What a queued or running episode waits for: its place in its lane, its model.
+    const terminal = ["finished", "failed", "cancelled"].includes(episode.status);
+    $("waiting").hidden = terminal || !waiting;
+    $("waiting").textContent = waiting && !terminal ? waiting.text : "";
+  }
+
   function showEpisode(e) {
     Object.assign(episode, e);
     $("status").textContent = e.status;
     $("status").className = `badge ${e.status}`;
+    showWaiting(e.waiting);
     const terminal = ["finished", "failed", "cancelled"].includes(e.status);
     for (const id of ["cancel", "seat", "approval"]) if ($(id) && terminal) $(id).hidden = true;
     if (e.status === "finished" || e.status === "failed") loadMetrics();
@@ -237,6 +284,7 @@
         (message.approvals || []).forEach(showApproval);
       } else if (message.type === "episode.decisions") addDecisions(message.decisions);
       else if (message.type === "episode.status") showEpisode(message.episode);
+      else if (message.type === "episode.waiting") showWaiting(message.waiting);
       else if (message.type === "episode.approval") showApproval(message.approval);
     },
   });

@@ -19,6 +19,7 @@
     }
     tr.querySelector('[data-field="status"]').innerHTML = `<span class="badge ${e.status}"></span>`;
     tr.querySelector(".badge").textContent = e.status;
+    if (e.waiting) tr.querySelector(".badge").title = e.waiting.text; // "2nd in the model lane"
     tr.querySelector('[data-field="steps"]').textContent = e.steps;
     tr.querySelector('[data-field="score"]').textContent = f.score(e.score);
   }
