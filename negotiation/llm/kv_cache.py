@@ -73,19 +73,17 @@ class KVStore:
             return best
 
     def put(self, key: str, entry: KVEntry) -> None:
-        with self._lock:
-            self._conversations[key] = entry
-            self._conversations.move_to_end(key)
-            while len(self._conversations) > self.max_conversations:
-                self._conversations.popitem(last=False)
+        self._put(self._conversations, key, entry, self.max_conversations)
 
     def put_prefix(self, entry: KVEntry) -> None:
+        self._put(self._prefixes, tuple(entry.ids.tolist()), entry, self.max_prefixes)
+
+    def _put(self, entries: OrderedDict, name: Any, entry: KVEntry, limit: int) -> None:
         with self._lock:
-            name = tuple(entry.ids.tolist())
-            self._prefixes[name] = entry
-            self._prefixes.move_to_end(name)
-            while len(self._prefixes) > self.max_prefixes:
-                self._prefixes.popitem(last=False)
+            entries[name] = entry
+            entries.move_to_end(name)
+            while len(entries) > limit:
+                entries.popitem(last=False)
 
     def forget(self, key: str) -> None:
         with self._lock:

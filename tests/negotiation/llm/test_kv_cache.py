@@ -14,6 +14,7 @@ from negotiation.llm import ChatMessage, ChatRequest, ChatResult
 from negotiation.llm.batching import BatchingBackend
 from negotiation.llm.transformers_backend import MIN_SHARED_PREFIX_TOKENS, TransformersBackend
 from tests.negotiation.llm.action_schema import ACTION_SCHEMA
+from tests.negotiation.llm.conftest import generate_calls_of
 from tests.negotiation.llm.test_transformers_backend import OFFER_SCHEMA
 
 RULES = (
@@ -141,16 +142,10 @@ def test_conversations_of_different_lengths_in_one_batch(
     row that needs fewer new tokens than the widest recomputes the end of its cache."""
     cached = cached_backend(model, split_step_tokens=split_step_tokens)
     expected = [play(uncached, [Conversation(n, schema=schema)], turns=6 - n)[0] for n in range(3)]
-    calls: list[int] = []
-    real = cached.model.generate
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["input_ids"].shape[0])
-        return real(*args, **kwargs)
-
-    cached.model.generate = counted
     conversations = [Conversation(n, schema=schema) for n in range(3)]
-    assert play(cached, conversations, turns=6) == [e[: 6 - n] for n, e in enumerate(expected)]
+    with generate_calls_of(cached) as calls:
+        texts = play(cached, conversations, turns=6)
+    assert texts == [e[: 6 - n] for n, e in enumerate(expected)]
     if split_step_tokens:
         assert calls == [1, 2, 3, 3, 3, 3]
     else:
