@@ -96,7 +96,7 @@ class TransformersBackend(LocalBatchBackend):
         self.kv = self._kv_store(opts.kv_cache_conversations)
         self.split_step_tokens = opts.split_step_tokens
         if self.split_step_tokens is None:
-            self.split_step_tokens = 4 if self.device.type == "cpu" else 2048
+            self.split_step_tokens = 6 if self.device.type == "cpu" else 2048
 
     def _kv_store(self, conversations: int) -> KVStore | None:
         """None where caching is off, or where the model's cache is not one growing
