@@ -28,7 +28,18 @@ class ChatMessage:
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     """One call: a chat, sampling settings, and optionally a JSON schema the reply must
-    follow (constrained decoding where the backend supports it)."""
+    follow (constrained decoding where the backend supports it).
+
+    ``cache_key`` names the conversation the call belongs to (for example
+    ``"episode-<key>/buyer"``). Successive requests with one key usually extend the
+    previous prompt: its messages, the model's reply as an assistant message, then a new
+    user message. A backend MAY keep state per key to skip re-encoding what it has seen
+    (the transformers backend keeps key/value caches; servers do their own prefix
+    caching), but a reply never depends on whether it did, beyond float noise. Keys are
+    hints, never required: a backend may drop a key's state at any time, and a request
+    whose prompt diverges from the key's earlier ones is still answered correctly. The
+    caller ends a conversation with ``LLMBackend.forget(key)``.
+    """
 
     messages: tuple[ChatMessage, ...]
     seed: int = 0
@@ -36,9 +47,6 @@ class ChatRequest:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     json_schema: dict[str, Any] | None = None
-    # A conversation id: successive requests with one key usually extend the previous
-    # prompt and its reply; a backend may reuse what it computed for them. Replies must
-    # not depend on whether it did.
     cache_key: str | None = None
 
 
@@ -50,6 +58,7 @@ class ChatResult:
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None  # set when finish_reason is "error" or "timeout"
+    cached_tokens: int = 0  # of prompt_tokens, how many were reused, not computed
 
     @property
     def ok(self) -> bool:
@@ -63,6 +72,7 @@ class BackendStats:
     calls: int = 0
     requests: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     errors: int = 0
     batch_sizes: list[int] = field(default_factory=list)
@@ -73,6 +83,7 @@ class BackendStats:
         self.batch_sizes.append(len(results))
         for r in results:
             self.prompt_tokens += r.prompt_tokens
+            self.cached_tokens += r.cached_tokens
             self.completion_tokens += r.completion_tokens
             self.errors += 0 if r.ok else 1
 
@@ -89,6 +100,10 @@ class LLMBackend(ABC):
     def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         """One result per request, same order. Thread-safe is not required: callers that
         share a backend across threads go through ``negotiation.llm.batching``."""
+
+    def forget(self, cache_key: str) -> None:  # noqa: B027 - optional hook
+        """The conversation ``cache_key`` has ended: drop whatever state is kept for it.
+        A backend that keeps none ignores it."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release what the backend holds (engine, HTTP client)."""

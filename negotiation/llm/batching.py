@@ -13,9 +13,11 @@ shared ``BatchingBackend``. A call blocks; the batch is sent to the inner backen
   idle (a participant stuck in long non-LLM work, or one that forgot to leave).
 
 Participants leave when their episode ends, so the last episodes are not held back by
-finished ones. Results come back per request in order; a backend exception becomes an
-error result for each request of that batch (the policies fall back, counted), never an
-exception inside an episode. The inner backend is called by one thread at a time.
+finished ones; leaving also forgets the conversations (``ChatRequest.cache_key``) the
+participant started, and ``forget`` passes one on to the inner backend earlier. Results
+come back per request in order; a backend exception becomes an error result for each
+request of that batch (the policies fall back, counted), never an exception inside an
+episode. The inner backend is called by one thread at a time.
 """
 
 from __future__ import annotations
@@ -48,17 +50,26 @@ class Participant(LLMBackend):
         super().__init__()
         self._batcher = batcher
         self._left = False
+        self._conversations: set[str] = set()
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         if self._left:
             raise RuntimeError("this participant has left the batch")
+        self._conversations.update(r.cache_key for r in requests if r.cache_key is not None)
         results = self._batcher._submit(list(requests))
         self.stats.record(results)
         return results
 
+    def forget(self, cache_key: str) -> None:
+        self._conversations.discard(cache_key)
+        self._batcher.forget(cache_key)
+
     def leave(self) -> None:
         if not self._left:
             self._left = True
+            for key in sorted(self._conversations):
+                self._batcher.forget(key)
+            self._conversations.clear()
             self._batcher._leave()
 
     close = leave
@@ -113,6 +124,10 @@ class BatchingBackend(LLMBackend):
         """A call from outside any episode joins for the duration of the call."""
         with self.join() as participant:
             return participant.generate(requests)
+
+    def forget(self, cache_key: str) -> None:
+        """Passed on at once: the inner backend's forget must not wait for a batch."""
+        self.inner.forget(cache_key)
 
     def close(self) -> None:
         self.inner.close()

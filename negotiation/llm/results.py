@@ -100,7 +100,7 @@ class LocalBatchBackend(LLMBackend):
                     prompts[i] = self._prompt(request)
                 except Exception as exc:  # this request's error, not the batch's
                     results[i] = failed(describe(exc))
-            for batch in self._batches(requests, list(prompts)):
+            for batch in self._batches(requests, prompts, list(prompts)):
                 run = lambda rows: self._run(requests, prompts, rows, started)  # noqa: E731
                 results.update(run_isolated(run, batch))
             ordered = [results[i] for i in range(len(requests))]
@@ -111,7 +111,9 @@ class LocalBatchBackend(LLMBackend):
     def _prompt(self, request: ChatRequest) -> Any:
         """The rendered prompt; raises for a request this backend cannot serve."""
 
-    def _batches(self, requests: Sequence[ChatRequest], rows: list[int]) -> Iterable[list[int]]:
+    def _batches(
+        self, requests: Sequence[ChatRequest], prompts: dict[int, Any], rows: list[int]
+    ) -> Iterable[list[int]]:
         """Which rows run together: all of them, unless the backend must split."""
         return [rows] if rows else []
 

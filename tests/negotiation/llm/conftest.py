@@ -4,6 +4,8 @@ registry caches)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,24 @@ def tiny_backend(tiny_model: Path):
     from negotiation.llm.transformers_backend import TransformersBackend
 
     return TransformersBackend(str(tiny_model), device="cpu")
+
+
+@contextmanager
+def generate_calls_of(backend) -> Iterator[list[int]]:
+    """Counts a transformers backend's generate calls (and their batch sizes); each call
+    runs for real."""
+    calls: list[int] = []
+    real = backend.model.generate
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return real(*args, **kwargs)
+
+    backend.model.generate = counted
+    try:
+        yield calls
+    finally:
+        del backend.model.generate
 
 
 def chat(text: str, **settings) -> ChatRequest:

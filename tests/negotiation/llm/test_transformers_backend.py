@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from negotiation.llm.transformers_backend import TransformersBackend
-from tests.negotiation.llm.conftest import chat
+from tests.negotiation.llm.conftest import chat, generate_calls_of
 
 # Bounded everywhere (enum, integer range, string length), so even a random model ends
 # the document well inside max_tokens.
@@ -45,17 +45,8 @@ class Offer(BaseModel):
 
 @pytest.fixture
 def generate_calls(tiny_backend: TransformersBackend) -> Iterator[list[int]]:
-    """Counts the model's generate calls (and their batch sizes); each call runs for real."""
-    calls: list[int] = []
-    real = tiny_backend.model.generate
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["input_ids"].shape[0])
-        return real(*args, **kwargs)
-
-    tiny_backend.model.generate = counted
-    yield calls
-    del tiny_backend.model.generate
+    with generate_calls_of(tiny_backend) as calls:
+        yield calls
 
 
 def test_a_batch_is_one_generate_and_equals_one_at_a_time(tiny_backend, generate_calls):
