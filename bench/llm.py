@@ -259,12 +259,12 @@ def quality(backend: LLMBackend, presets: list[str], seeds: int) -> None:
         rows: list[tuple[str, list[Any], str]] = []
         for mode in ("free", "narrator"):
             run = play(backend, preset, ids, concurrent=True, mode=mode)
-            decisions, invalid, fallback = decision_rates(run.results)
+            _, invalid, fallback = decision_rates(run.results)
             rates = f"invalid {invalid:.1%}, fallbacks {fallback:.1%}, {run.wall:.0f} s"
             rows.append((f"smollm2 {mode}", run.results, rates))
         for name in BASELINES:
             results = [run_episode(preset, get_policy(name, seed=s), s) for s in ids]
-            decisions, invalid, _ = decision_rates(results)
+            _, invalid, _ = decision_rates(results)
             rows.append((name, results, f"invalid {invalid:.1%}"))
         for name, results, rates in rows:
             m = metric_rows(results)

@@ -54,6 +54,7 @@ class LLMBuyerPolicy(Policy):
         self.fallback = get_policy(opts.fallback, seed=seed)
         self.fallback_actor = f"fallback:{opts.fallback}"
         self.chat = BuyerChat(max_chars=self.max_prompt_chars)
+        self._conversation: str | None = None  # the chat's cache key, for the backend
         self.stats = self._zero_stats()
 
     @staticmethod
@@ -70,6 +71,9 @@ class LLMBuyerPolicy(Policy):
         super().reset(seed)
         self.fallback.reset(seed)
         self.chat.reset()
+        if self._conversation is not None:  # that episode's chat is over
+            self.backend.forget(self._conversation)
+            self._conversation = None
         self.stats = self._zero_stats()
         self.last_decision = None
 
@@ -80,6 +84,7 @@ class LLMBuyerPolicy(Policy):
     def _free(self, obs: Observation) -> dict[str, Any]:
         mask = valid_actions(obs)
         messages = self.chat.prompt(obs, mask)
+        self._conversation = f"buyer/{obs.episode_key}"
         # an action has two text fields to fill (its message and rationale)
         schema = mask.json_schema(text_max_for(self.max_tokens, 2))
         result = self._generate(obs, messages, schema)
@@ -131,7 +136,7 @@ class LLMBuyerPolicy(Policy):
             max_tokens=self.max_tokens,
             json_schema=schema,
             # one chat per episode: a backend may keep its keys and values between steps
-            cache_key=f"buyer/{obs.episode_key}" if conversation else None,
+            cache_key=self._conversation if conversation else None,
         )
         self.stats["llm_calls"] += 1
         result = generate_one(self.backend, request)

@@ -76,7 +76,7 @@ class LLMParams(PolicyParams):
         "does, the model writes the message and rationale.",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=192, ge=16, le=4096)
+    max_tokens: int = Field(default=128, ge=16, le=4096)
     max_prompt_chars: int = Field(
         default=MAX_PROMPT_CHARS,
         ge=500,
