@@ -11,7 +11,9 @@ from negotiation.suppliers.guard import (
     _LETTERS,
     _NUMBER_WORDS,
     BAND,
-    WITHHELD,
+    LOW_FIGURE,
+    NEUTRAL,
+    PERSONA_WORDS,
     HardRuleGuard,
     ProposedDecision,
     band_floor,
@@ -61,14 +63,13 @@ def test_accept_price_is_the_buyers_offer():
     assert d.kind == "accept" and d.price == 120.0 and d.interventions == 1
 
 
-def test_reservation_redacted_from_messages():
+def test_a_message_naming_the_reservation_is_replaced():
     msg = "Honestly our floor is 100.00 and cost 97.5, but take 130.00. Delivery in 3 weeks."
     d = G.apply(
         ProposedDecision("counter", 130.0, msg), offer=90.0, reservation=100.0, last_counter=None
     )
-    assert "100.00" not in d.message and "97.5" not in d.message
-    assert "130.00" in d.message and "3 weeks" in d.message and WITHHELD in d.message
-    assert d.interventions == 1
+    assert d.message == NEUTRAL["counter"].format(price="130.00")
+    assert d.repairs == (PERSONA_WORDS, LOW_FIGURE) and d.interventions == 2
 
 
 def test_garbage_decision_is_repaired():
