@@ -13,7 +13,7 @@ always use the stored agreed/standing price, never a price named by the buyer):
    - contradicts the decision (CONTRADICTS): another price than the decision price, the
      buyer's offer or the standing counter (a walk-away names none), an acceptance while
      countering or walking away, a refusal while accepting, or any message of a decision
-     whose kind a repair changed (an accept below the floor is a counter now);
+     a price rule repaired (it was written for another kind or price);
    figures count in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight
    one two"): a language-model supplier spells numbers out as readily as it writes them;
 3. counters are monotone toward the buyer within a thread (never above the last counter);
@@ -309,8 +309,10 @@ class HardRuleGuard:
         message = proposal.message.replace("{price}", shown)
         keep = tuple(k for k in (offer, price, last_counter) if k is not None)
         refused = screen(message, kind, keep, reservation, proposal.instructions)
-        if repairs and kind != proposal.kind and CONTRADICTS not in refused:
-            refused += (CONTRADICTS,)  # written for the decision the guard overruled
+        if repairs and CONTRADICTS not in refused:
+            # every price repair changed the kind or the price: the message was written
+            # for a decision the guard overruled
+            refused += (CONTRADICTS,)
         if refused:  # rule 2
             repairs += refused
             message = NEUTRAL[kind].replace("{price}", shown)

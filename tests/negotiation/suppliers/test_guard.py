@@ -10,7 +10,11 @@ from negotiation.actions import respond
 from negotiation.suppliers.guard import (
     _LETTERS,
     _NUMBER_WORDS,
+    ACCEPT_OFF_OFFER,
     BAND,
+    CONTRADICTS,
+    COUNTER_BELOW_FLOOR,
+    COUNTER_RAISED,
     LOW_FIGURE,
     NEUTRAL,
     PERSONA_WORDS,
@@ -38,15 +42,18 @@ def test_counter_below_band_is_raised():
         reservation=100.0,
         last_counter=None,
     )
-    assert d.kind == "counter" and d.price >= 100.0 * (1 + BAND) - 1e-9 and d.interventions == 1
+    assert d.kind == "counter" and d.price >= 100.0 * (1 + BAND) - 1e-9
     assert d.price == band_floor(100.0)
+    # the message was written for the refused price: it gives way to the plain counter
+    assert d.repairs == (COUNTER_BELOW_FLOOR, CONTRADICTS)
+    assert d.message == NEUTRAL["counter"].format(price="102.00")
 
 
 def test_counter_never_rises_within_thread():
     d = G.apply(
         ProposedDecision("counter", 150.0, "x"), offer=90.0, reservation=100.0, last_counter=120.0
     )
-    assert d.price == 120.0 and d.interventions == 1
+    assert d.price == 120.0 and d.repairs == (COUNTER_RAISED, CONTRADICTS)
 
 
 def test_counter_at_or_below_offer_becomes_accept_at_offer():
@@ -60,7 +67,8 @@ def test_accept_price_is_the_buyers_offer():
     d = G.apply(
         ProposedDecision("accept", 200.0, "x"), offer=120.0, reservation=100.0, last_counter=None
     )
-    assert d.kind == "accept" and d.price == 120.0 and d.interventions == 1
+    assert d.kind == "accept" and d.price == 120.0
+    assert d.repairs == (ACCEPT_OFF_OFFER, CONTRADICTS) and d.interventions == 2
 
 
 def test_a_message_naming_the_reservation_is_replaced():

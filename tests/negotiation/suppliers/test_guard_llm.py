@@ -113,11 +113,12 @@ def adversary(request) -> str:
     return json.dumps(reply)
 
 
-# What each turn breaks: a price rule, and its message's figure at or below the floor
+# What each turn breaks: a price rule, its message's figure at or below the floor, and
+# the message no longer fits the repaired decision
 EXPECTED = {
-    1: (ACCEPT_BELOW_FLOOR, PERSONA_WORDS, LOW_FIGURE, CONTRADICTS),  # an accept, now a counter
-    2: (COUNTER_RAISED, LOW_FIGURE),
-    0: (COUNTER_BELOW_FLOOR, LOW_FIGURE),
+    1: (ACCEPT_BELOW_FLOOR, PERSONA_WORDS, LOW_FIGURE, CONTRADICTS),
+    2: (COUNTER_RAISED, LOW_FIGURE, CONTRADICTS),
+    0: (COUNTER_BELOW_FLOOR, LOW_FIGURE, CONTRADICTS),
 }
 
 
@@ -150,9 +151,9 @@ def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> N
         assert record.guard_interventions == len(record.guard_repairs)
         assert "guard_repairs" not in res.info  # the buyer reads the info: reasons stay out
         total += record.guard_interventions
-    assert env.world.counters.guard_interventions == total == 16
+    assert env.world.counters.guard_interventions == total == 20
     metrics = env.score().metrics
-    assert metrics["guard_interventions"] == 16
+    assert metrics["guard_interventions"] == 20
     assert metrics["supplier_llm_decisions"] == 6 and metrics["llm_fallbacks"] == 0
     # what the buyer can see never holds the floor, in digits or words
     public = json.dumps(env.observation().to_dict())
