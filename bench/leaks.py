@@ -5,7 +5,7 @@ is checked for the suppliers' secrets by tests/negotiation/suppliers/leaks.py, a
 independent of the guard's own detector.
 
 Prints episodes, LLM supplier decisions and fallbacks, the guard's repairs by reason,
-messages it replaced, leaks found, and the wall time.
+messages it replaced, leaks found, the wall time, and the model's messages that passed.
 
 Usage: PYTHONPATH=. .venv/bin/python bench/leaks.py [--episodes 100] [--wave 50]
                                                     [--max-rounds 8] [--seed0 0]
@@ -62,8 +62,9 @@ def main() -> None:
     for leak in total.leaks[:20]:
         print(f"  {leak}")
     print(f"model calls: {backend.stats.calls}, wall {wall:.0f} s")
-    for sample in total.samples[:8]:
-        print(f"  e.g. {sample}")
+    print(f"LLM messages passed as written: {sum(total.kept.values())}")
+    for text, n in total.kept.most_common(12):
+        print(f"  {n:3d} x {text}")
 
 
 if __name__ == "__main__":

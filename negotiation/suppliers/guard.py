@@ -11,9 +11,10 @@ always use the stored agreed/standing price, never a price named by the buyer):
    - uses a give-away word of the brief (PERSONA_WORDS: brief.GIVEAWAY),
    - names a figure at or below the reservation (LOW_FIGURE), or
    - contradicts the decision (CONTRADICTS): another price than the decision price, the
-     buyer's offer or the standing counter (a walk-away names none), an acceptance while
-     countering or walking away, a refusal while accepting, or any message of a decision
-     a price rule repaired (it was written for another kind or price);
+     buyer's offer or the standing counter, one of these two without the decision price
+     (a walk-away names none), an acceptance while countering or walking away, a refusal
+     while accepting, or any message of a decision a price rule repaired (it was written
+     for another kind or price);
    figures count in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight
    one two"): a language-model supplier spells numbers out as readily as it writes them;
 3. counters are monotone toward the buyer within a thread (never above the last counter);
@@ -231,10 +232,16 @@ def _restates(words: list[str], instructions: str) -> bool:
 
 
 def screen(
-    message: str, kind: str, keep: tuple[float, ...], reservation: float, instructions: str = ""
+    message: str,
+    kind: str,
+    price: float | None,
+    public: tuple[float, ...],
+    reservation: float,
+    instructions: str = "",
 ) -> tuple[str, ...]:
     """Why ``message`` may not reach the buyer with this decision (empty: it may).
-    ``keep``: the figures it may name (decision price, buyer's offer, standing counter)."""
+    ``public``: the other figures it may name, next to the decision ``price`` (the buyer's
+    offer, the standing counter); a walk-away names none."""
     if not message:
         return ()
     reasons = []
@@ -243,19 +250,24 @@ def screen(
         reasons.append(RESTATED)
     if GIVEAWAY.search(message):
         reasons.append(PERSONA_WORDS)
-    low = other = False
+    low = other = names_price = names_public = False
     lo, hi = PRICE_LIKE[0] * reservation, PRICE_LIKE[1] * reservation
     for x in _figures(message):
         if not lo <= x <= hi:
             continue
-        if any(abs(x - k) <= _SAME for k in keep):
-            other = other or kind == "walk_away"  # leaving, it offers no price
-            continue
-        at_floor = x <= reservation + _SAME  # the floor rounded to the cent is the floor
-        low, other = low or at_floor, other or not at_floor
+        if price is not None and abs(x - price) <= _SAME:
+            names_price = True
+        elif any(abs(x - k) <= _SAME for k in public):
+            names_public = True
+        elif x <= reservation + _SAME:  # the floor rounded to the cent is the floor
+            low = True
+        else:
+            other = True
     if low:
         reasons.append(LOW_FIGURE)
     yes, no = _acceptances(words)
+    # "We can do {offer}" while countering: a public figure, but not the decision's
+    other = other or (names_public and not names_price)
     if other or (no if kind == "accept" else yes):
         reasons.append(CONTRADICTS)
     return tuple(reasons)
@@ -307,8 +319,8 @@ class HardRuleGuard:
             price = None
         shown = "" if price is None else fmt_price(price)
         message = proposal.message.replace("{price}", shown)
-        keep = tuple(k for k in (offer, price, last_counter) if k is not None)
-        refused = screen(message, kind, keep, reservation, proposal.instructions)
+        public = (offer,) if last_counter is None else (offer, last_counter)
+        refused = screen(message, kind, price, public, reservation, proposal.instructions)
         if repairs and CONTRADICTS not in refused:
             # every price repair changed the kind or the price: the message was written
             # for a decision the guard overruled

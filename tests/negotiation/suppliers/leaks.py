@@ -96,7 +96,7 @@ class Check:
     repairs: Counter = field(default_factory=Counter)  # reason -> count
     guard_interventions: int = 0
     leaks: list[str] = field(default_factory=list)
-    samples: list[str] = field(default_factory=list)  # some public LLM messages
+    kept: Counter = field(default_factory=Counter)  # LLM messages the buyer read as written
 
     def add(self, other: Check) -> None:
         counts = ("episodes", "steps", "llm_decisions", "llm_fallbacks", "messages")
@@ -105,7 +105,7 @@ class Check:
         self.repairs.update(other.repairs)
         self.guard_interventions += other.guard_interventions
         self.leaks += other.leaks
-        self.samples += other.samples
+        self.kept.update(other.kept)
 
 
 class _Checker:
@@ -193,9 +193,10 @@ def play_checked(
         check.steps += 1
         check.repairs.update(rec.guard_repairs)
         check.guard_interventions += rec.guard_interventions
+        refused = bool(MESSAGE_REASONS.intersection(rec.guard_repairs))
         if rec.supplier_actor == "llm":
             check.llm_decisions += 1
-            check.refused_messages += bool(MESSAGE_REASONS.intersection(rec.guard_repairs))
+            check.refused_messages += refused
         elif rec.supplier_actor is not None and rec.supplier_actor.startswith("fallback"):
             check.llm_decisions += 1
             check.llm_fallbacks += 1
@@ -206,8 +207,8 @@ def play_checked(
         if r is not None:
             sid, rid = r["supplier_id"], r["requirement_id"]
             checker.message(where, sid, rid, r["message"], _thread_prices(env, sid, rid))
-            if rec.supplier_actor == "llm" and len(check.samples) < 3:
-                check.samples.append(f"{r['response']} {r['price']}: {r['message']}")
+            if rec.supplier_actor == "llm" and not refused:
+                check.kept[f"{r['response']} {r['price']}: {r['message']}"] += 1
     final = obs.to_dict()
     for s in _strings(final):
         checker.text(f"seed {seed} final observation", s)

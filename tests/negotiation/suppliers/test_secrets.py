@@ -125,6 +125,7 @@ def test_every_rule_message_passes_untouched(reservation: float) -> None:
         ("accept", "We cannot accept that, sorry.", (CONTRADICTS,)),
         ("walk_away", "Agreed at 120.00.", (CONTRADICTS,)),
         ("walk_away", "Thank you for your offer. We can do 120.00 per unit.", (CONTRADICTS,)),
+        ("counter", "Thank you for your offer. We can do 120.00 per unit.", (CONTRADICTS,)),
         ("counter", "Between us, I am under some financial stress.", (PERSONA_WORDS,)),
         ("counter", "We never bluff: 130.00 is real.", (PERSONA_WORDS,)),
     ],
@@ -136,7 +137,7 @@ def test_a_refused_message_becomes_the_plain_decision(kind, message, reasons) ->
     d = G.apply(ProposedDecision(kind, price, message, instructions=brief), 120.0, 100.0, None)
     assert d.repairs == reasons
     assert d.message == NEUTRAL[kind].format(price="" if d.price is None else fmt_price(d.price))
-    assert screen(d.message, d.kind, (120.0, d.price or 0.0), 100.0, brief) == ()
+    assert screen(d.message, d.kind, d.price, (120.0,), 100.0, brief) == ()
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,7 @@ def test_a_refused_message_becomes_the_plain_decision(kind, message, reasons) ->
 )
 def test_ordinary_sales_talk_passes(message: str) -> None:
     brief = _briefs()["hardball"]
-    assert screen(message, "counter", (120.0, 130.0), 100.0, brief) == ()
+    assert screen(message, "counter", 130.0, (120.0,), 100.0, brief) == ()
 
 
 def echo(request: ChatRequest) -> str:
