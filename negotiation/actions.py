@@ -226,9 +226,16 @@ def respond(
             _count_llm_supplier(world, proposal)
     prev = hid.last_counter
     d = GUARD.apply(proposal, offer, hid.reservation, prev)
-    if d.interventions:
-        world.counters.guard_interventions += d.interventions
+    _count_repairs(world, d)
     return _apply_decision(world, SupplierReply(th, r, offer, d, prev))
+
+
+def _count_repairs(world: World, d: GuardedDecision) -> None:
+    """The guard's repairs of this step's supplier decision: one count each in
+    ``guard_interventions``, their reasons kept for the step's record."""
+    if d.repairs:
+        world.counters.guard_interventions += len(d.repairs)
+        world.step_guard_repairs.extend(d.repairs)
 
 
 def _count_llm_supplier(world: World, proposal: ProposedDecision) -> None:
@@ -686,8 +693,7 @@ def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
         "After a call between our managers, we can revise to {price}.",
     )
     d = GUARD.apply(proposal, 0.0, hid.reservation, prev)
-    if d.interventions:
-        world.counters.guard_interventions += d.interventions
+    _count_repairs(world, d)
     world.escalations_left -= 1
     world.counters.escalations += 1
     world.mark_dirty()

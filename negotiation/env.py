@@ -104,6 +104,7 @@ class ProcurementEnv:
         before = self.running_score()
         world.step_events = []
         world.step_supplier_actor = None
+        world.step_guard_repairs = []
         step_index = world.steps_taken
         response = None
         error = None

@@ -28,11 +28,14 @@ class StepRecord:
     state: dict
     # Who decided and how (analyst record only; none of this reaches the buyer): the
     # actor and the LLM buyer's words, the step's LLM failure flags (buyer or supplier),
-    # guard repairs, and who answered for the supplier ("rule" | "llm" | "fallback:rule";
-    # None when no supplier answered).
+    # guard repairs (their count, and each one's reason: suppliers/guard.py), and who
+    # answered for the supplier ("rule" | "llm" | "fallback:rule"; None when none did).
+    # The reasons stay out of the step's info, which a buyer reads (OpenEnv): a price
+    # repair next to the repaired price would tell it where the floor lies.
     decision: DecisionMeta = POLICY_DECISION
     guard_interventions: int = 0
     supplier_actor: str | None = None
+    guard_repairs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class StepRecord:
             **self.decision.to_dict(),
             "guard_interventions": self.guard_interventions,
             "supplier_actor": self.supplier_actor,
+            "guard_repairs": list(self.guard_repairs),
         }
 
 
@@ -161,6 +165,7 @@ def record_step(
         decision,
         int(counters.guard_interventions - guard0),
         sup_actor,
+        tuple(env.world.step_guard_repairs),
     )
     return res, record
 

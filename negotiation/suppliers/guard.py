@@ -4,14 +4,26 @@ Rules enforced here (rule 4, binding agreements, is enforced by the environment:
 always use the stored agreed/standing price, never a price named by the buyer):
 1. never accept, and never counter, below the reservation; counters additionally keep a
    no-reveal band above it (>= reservation * (1 + BAND)) so a counter never equals it;
-2. never reveal the reservation: price-like numbers in the message other than the decision
-   price and the buyer's own offer are replaced by "[figure withheld]", whether written
-   in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight one two"):
-   a language-model supplier spells numbers out as readily as it writes them;
+2. never reveal the brief: a message is REPLACED by a neutral line that states the
+   guarded decision (NEUTRAL) when it
+   - restates its private instructions (RESTATED: OVERLAP_WORDS consecutive words shared
+     with the brief the proposer was given),
+   - uses a give-away word of the brief (PERSONA_WORDS: brief.GIVEAWAY),
+   - names a figure at or below the reservation (LOW_FIGURE), or
+   - contradicts the decision (CONTRADICTS): another price than the decision price, the
+     buyer's offer or the standing counter, one of these two without the decision price
+     (a walk-away names none), an acceptance while countering or walking away, a refusal
+     while accepting, or any message of a decision a price rule repaired (it was written
+     for another kind or price);
+   figures count in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight
+   one two"): a language-model supplier spells numbers out as readily as it writes them;
 3. counters are monotone toward the buyer within a thread (never above the last counter);
 plus sanity: an accept is always at the buyer's offer, a counter at or below the buyer's
 offer becomes an accept, unknown decision kinds and non-finite prices are repaired.
-Each repair counts one intervention.
+
+Each broken rule is one repair, recorded with its reason (a short public phrase, never a
+secret's value); ``guard_interventions`` counts repairs. Rule personas' messages break
+none of these (tests hold every message of the shared pool to that).
 """
 
 from __future__ import annotations
@@ -20,8 +32,30 @@ import math
 import re
 from dataclasses import dataclass
 
+from .brief import GIVEAWAY
+
 BAND = 0.02
-WITHHELD = "[figure withheld]"
+# Repair reasons, as the step record lists them.
+UNKNOWN_KIND = "unknown decision"
+ACCEPT_OFF_OFFER = "accept not at the offer"
+ACCEPT_BELOW_FLOOR = "accept below floor"
+NO_PRICE = "counter without a price"
+COUNTER_BELOW_FLOOR = "counter below floor"
+COUNTER_RAISED = "counter above the last one"
+RESTATED = "restated instructions"
+PERSONA_WORDS = "persona words"
+LOW_FIGURE = "figure at or below floor"
+CONTRADICTS = "contradicts the decision"
+# What a refused message becomes: the guarded decision, plainly.
+NEUTRAL = {
+    "accept": "We can accept {price} per unit.",
+    "counter": "Our best price for now is {price} per unit.",
+    "walk_away": "We cannot go on with this negotiation.",
+}
+OVERLAP_WORDS = 5  # this many consecutive words shared with the brief restate it
+# Figures between these multiples of the reservation are prices (not weeks or units).
+PRICE_LIKE = (0.5, 3.0)
+_SAME = 0.006  # figures this close are the same price written to the cent
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|thousand)\b)?")
 
 SMALL_NUMBER_WORDS = [
@@ -86,6 +120,9 @@ class ProposedDecision:
     # ("parse" | "backend"); recorded per step, never shown to the buyer.
     actor: str = "rule"
     failure: str | None = None
+    # The private brief the proposer was given (an LLM's prompt): its message must not
+    # restate it. Rule personas have none.
+    instructions: str = ""
 
 
 @dataclass(slots=True)
@@ -93,7 +130,11 @@ class GuardedDecision:
     kind: str
     price: float | None
     message: str
-    interventions: int
+    repairs: tuple[str, ...] = ()  # one reason per broken rule
+
+    @property
+    def interventions(self) -> int:
+        return len(self.repairs)
 
 
 def band_floor(reservation: float) -> float:
@@ -149,29 +190,87 @@ def words_value(text: str) -> float | None:
     return value
 
 
-def _redact(message: str, reservation: float, keep: tuple[float, ...]) -> tuple[str, int]:
+def _figures(message: str) -> list[float]:
+    """Every number ``message`` names, in digits or in words. A lone "one" is the
+    pronoun ("this one"), not a figure."""
+    out = [x for m in _NUM.finditer(message) if (x := _digits_value(m.group(0))) is not None]
+    if has_number_word(message):
+        for m in _WORDS.finditer(message):
+            if m.group(0).lower() != "one" and (x := words_value(m.group(0))) is not None:
+                out.append(x)
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_ACCEPTING = re.compile(r"accept(?:s|ed|ing)?|agree(?:s|d)?|deal")
+_NEGATORS = frozenset(("not", "no", "never", "cannot", "unable", "nor", "neither"))
+_NEGATION_REACH = 3  # words before an "accept" that may negate it
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+def _acceptances(words: list[str]) -> tuple[bool, bool]:
+    """(says yes, says no): an accepting word, plain or negated ("cannot accept")."""
+    yes = no = False
+    for i, w in enumerate(words):
+        if _ACCEPTING.fullmatch(w):
+            before = words[max(0, i - _NEGATION_REACH) : i]
+            if any(b in _NEGATORS or b.endswith("n't") for b in before):
+                no = True
+            elif w != "deal":  # "a deal at {price}" is a counter's pitch too
+                yes = True
+    return yes, no
+
+
+def _restates(words: list[str], instructions: str) -> bool:
+    brief = _tokens(instructions)
+    n = OVERLAP_WORDS
+    grams = {tuple(brief[i : i + n]) for i in range(len(brief) - n + 1)}
+    return any(tuple(words[i : i + n]) in grams for i in range(len(words) - n + 1))
+
+
+def screen(
+    message: str,
+    kind: str,
+    price: float | None,
+    public: tuple[float, ...],
+    reservation: float,
+    instructions: str = "",
+) -> tuple[str, ...]:
+    """Why ``message`` may not reach the buyer with this decision (empty: it may).
+    ``public``: the other figures it may name, next to the decision ``price`` (the buyer's
+    offer, the standing counter); a walk-away names none."""
     if not message:
-        return message, 0
-    hits = 0
-
-    def redactor(value_of):
-        def repl(m: re.Match[str]) -> str:
-            nonlocal hits
-            x = value_of(m.group(0))
-            if x is None or not 0.5 * reservation <= x <= 2.0 * reservation:
-                return m.group(0)
-            for k in keep:
-                if abs(x - k) <= 0.006:
-                    return m.group(0)
-            hits += 1
-            return WITHHELD
-
-        return repl
-
-    out = _NUM.sub(redactor(_digits_value), message)
-    if has_number_word(out):
-        out = _WORDS.sub(redactor(words_value), out)
-    return out, hits
+        return ()
+    reasons = []
+    words = _tokens(message)
+    if instructions and _restates(words, instructions):
+        reasons.append(RESTATED)
+    if GIVEAWAY.search(message):
+        reasons.append(PERSONA_WORDS)
+    low = other = names_price = names_public = False
+    lo, hi = PRICE_LIKE[0] * reservation, PRICE_LIKE[1] * reservation
+    for x in _figures(message):
+        if not lo <= x <= hi:
+            continue
+        if price is not None and abs(x - price) <= _SAME:
+            names_price = True
+        elif any(abs(x - k) <= _SAME for k in public):
+            names_public = True
+        elif x <= reservation + _SAME:  # the floor rounded to the cent is the floor
+            low = True
+        else:
+            other = True
+    if low:
+        reasons.append(LOW_FIGURE)
+    yes, no = _acceptances(words)
+    # "We can do {offer}" while countering: a public figure, but not the decision's
+    other = other or (names_public and not names_price)
+    if other or (no if kind == "accept" else yes):
+        reasons.append(CONTRADICTS)
+    return tuple(reasons)
 
 
 class HardRuleGuard:
@@ -184,31 +283,31 @@ class HardRuleGuard:
         reservation: float,
         last_counter: float | None,
     ) -> GuardedDecision:
-        n = 0
+        repairs: list[str] = []
         kind = proposal.kind
         price = proposal.price
         if kind not in ("accept", "counter", "walk_away"):
-            n += 1
+            repairs.append(UNKNOWN_KIND)
             kind = "counter"
             price = last_counter
         if kind == "accept":
             if price is None or abs(price - offer) > 1e-9:
-                n += 1  # an accept is always at the buyer's offer
+                repairs.append(ACCEPT_OFF_OFFER)  # an accept is always at the buyer's offer
             price = offer
             if offer < reservation:  # rule 1
-                n += 1
+                repairs.append(ACCEPT_BELOW_FLOOR)
                 kind = "counter"
                 price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
         if kind == "counter":
             if price is None or not math.isfinite(price):
-                n += 1
+                repairs.append(NO_PRICE)
                 price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
             floor = band_floor(reservation)
             if price < floor:  # rule 1 + no-reveal band
-                n += 1
+                repairs.append(COUNTER_BELOW_FLOOR)
                 price = floor
             if last_counter is not None and price > last_counter + 1e-9:  # rule 3
-                n += 1
+                repairs.append(COUNTER_RAISED)
                 price = last_counter
             price = round(price, 2)
             if price <= offer:
@@ -218,11 +317,15 @@ class HardRuleGuard:
                     kind, price = "counter", floor
         if kind == "walk_away":
             price = None
-        message = proposal.message
-        if "{price}" in message:
-            message = message.replace("{price}", fmt_price(price) if price is not None else "")
-        keep = (offer,) if price is None else (offer, price)
-        message, hits = _redact(message, reservation, keep)
-        if hits:
-            n += 1
-        return GuardedDecision(kind, price, message, n)
+        shown = "" if price is None else fmt_price(price)
+        message = proposal.message.replace("{price}", shown)
+        public = (offer,) if last_counter is None else (offer, last_counter)
+        refused = screen(message, kind, price, public, reservation, proposal.instructions)
+        if repairs and CONTRADICTS not in refused:
+            # every price repair changed the kind or the price: the message was written
+            # for a decision the guard overruled
+            refused += (CONTRADICTS,)
+        if refused:  # rule 2
+            repairs += refused
+            message = NEUTRAL[kind].replace("{price}", shown)
+        return GuardedDecision(kind, price, message, tuple(repairs))

@@ -1,13 +1,15 @@
 """LLM supplier personas: a language model plays a supplier, inside the hard rules.
 
-The model reads the private persona prompt (floor price, tactic, stress, patience; see
-prompts.supplier_messages) and proposes accept / counter / walk_away with a price and a
-message. It only *proposes*: the environment passes the proposal through the same
-HardRuleGuard as every rule persona, which repairs an accept below the floor, a counter
-under the floor or above the last counter, and redacts a leaked floor (digits or words),
-counting each repair in ``guard_interventions``. A reply that cannot be used (backend
-error or timeout, no valid JSON) falls back to the rule persona's decision, counted as an
-LLM fallback and recorded as the actor of that step, never silently.
+The model reads the private persona prompt (its style, floor price, stress, patience as
+data; see prompts.supplier_prompt) and proposes accept / counter / walk_away with a price
+and a message. It only *proposes*: the environment passes the proposal, with the brief
+the model was given, through the same HardRuleGuard as every rule persona, which repairs
+an accept below the floor, a counter under the floor or above the last counter, and
+replaces a message that restates the brief, names a figure at or below the floor or
+contradicts the decision, recording each repair with its reason. A reply that cannot be
+used (backend error or timeout, no valid JSON) falls back to the rule persona's
+decision, counted as an LLM fallback and recorded as the actor of that step, never
+silently.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..llm.replies import (
     text_max_for,
 )
 from .guard import ProposedDecision
-from .prompts import supplier_messages
+from .prompts import supplier_prompt
 from .rule import RULE_POLICY, SupplierContext, SupplierPolicy
 
 FALLBACK_ACTOR = f"fallback:{RULE_POLICY.name}"
@@ -56,8 +58,9 @@ class LLMSupplierPolicy(SupplierPolicy):
         self.max_tokens = max_tokens
 
     def respond(self, ctx: SupplierContext) -> ProposedDecision:
+        prompt = supplier_prompt(ctx)
         request = ChatRequest(
-            supplier_messages(ctx),
+            prompt.messages,
             seed=_request_seed(ctx),
             temperature=self.temperature,
             max_tokens=self.max_tokens,
@@ -73,7 +76,9 @@ class LLMSupplierPolicy(SupplierPolicy):
             price = ctx.offer if reply.price is None else reply.price
         else:
             price = reply.price
-        return ProposedDecision(reply.decision, price, reply.message, actor="llm")
+        return ProposedDecision(
+            reply.decision, price, reply.message, actor="llm", instructions=prompt.private
+        )
 
     @staticmethod
     def _fallback(ctx: SupplierContext, failure: str) -> ProposedDecision:

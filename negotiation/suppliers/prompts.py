@@ -1,54 +1,68 @@
 """What a supplier model is told in private, for one buyer offer.
 
-The persona prompt carries the supplier's hidden state (floor price, tactic, stress,
-patience). It is handed to the supplier's backend and nowhere else: it never enters an
-Observation, a step's info, or a step record.
+The persona prompt carries the supplier's hidden state (style, floor price, opening price,
+planned ask, stress, patience) as data under "Private facts", and asks for a short
+message in the seller's own voice, with one example of a good reply. It is handed to
+the supplier's backend and nowhere else: it never enters an Observation, a step's info,
+or a step record. Its private part (all but the example) goes to the guard with the
+proposal, which refuses a message that restates it (guard.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..llm.backend import ChatMessage
+from .brief import FLOOR, OPENING, PATIENCE, PLANNED_ASK, PRIVATE_HEADER, STRESS, style_sentence
 from .concession import next_ask
 from .guard import fmt_price
 from .rule import SupplierContext
 
 HISTORY_ROUNDS = 3  # the last rounds of its thread a supplier model sees
+REPLY_FORMAT = (
+    'Reply with ONE JSON object: {"decision": "accept" | "counter" | "walk_away", '
+    '"price": unit price, "message": what you say to the buyer}.'
+)
 
-PERSONA_STYLE = {
-    "cooperative": "You value the relationship and concede steadily toward a fair price.",
-    "hardball": "You are a tough negotiator: you hold your price and concede only late.",
-    "deceptive": (
-        "You bluff to keep prices high: you hint at other buyers and scarce stock, true or not."
-    ),
-    "distressed": "Your company needs cash soon: you want to close quickly.",
-}
+
+@dataclass(frozen=True, slots=True)
+class SupplierPrompt:
+    messages: tuple[ChatMessage, ...]
+    private: str  # the brief the message must not restate (the system text less its example)
 
 
 def _planned_ask(ctx: SupplierContext) -> float:
     return next_ask(ctx.thread, ctx.supplier, ctx.offer, ctx.round, ctx.week).price
 
 
-def supplier_messages(ctx: SupplierContext) -> tuple[ChatMessage, ...]:
+def _stress(level: float) -> str:
+    return "high" if level >= 0.6 else "moderate" if level >= 0.3 else "low"
+
+
+def supplier_prompt(ctx: SupplierContext) -> SupplierPrompt:
     """The private persona prompt of an LLM supplier for one buyer offer."""
     th, sh = ctx.thread, ctx.supplier
     item = ctx.requirement.name if ctx.requirement is not None else "the item"
-    stress = "high" if sh.stress >= 0.6 else "moderate" if sh.stress >= 0.3 else "low"
-    last = (
-        f"Your last counter was {fmt_price(th.last_counter)}: never counter above it."
-        if th.last_counter is not None
-        else "You have not countered yet in this negotiation."
+    ask = fmt_price(_planned_ask(ctx))
+    facts = [
+        f"- style: {style_sentence(ctx.persona)}",
+        f"- {FLOOR}: {fmt_price(th.reservation)} per unit; never accept or counter below it",
+        f"- {OPENING}: {fmt_price(th.anchor)}; {PLANNED_ASK} now: {ask}",
+        f"- {STRESS}: {_stress(sh.stress)}; {PATIENCE}: about {th.patience} offers, "
+        f"this is offer {ctx.round}",
+    ]
+    if th.last_counter is not None:
+        facts.append(f"- never counter above your last counter, {fmt_price(th.last_counter)}")
+    private = (
+        f"You are a sales representative of a supplier, selling {item} to a corporate buyer.\n"
+        f"{PRIVATE_HEADER}:\n" + "\n".join(facts) + "\n"
+        "Write to the buyer in the first person, as the seller, in one or two short "
+        "sentences, without the private facts.\n" + REPLY_FORMAT
     )
-    system = (
-        f"You are a sales representative of a supplier negotiating the unit price of {item} "
-        "with a corporate buyer.\n"
-        f"{PERSONA_STYLE.get(ctx.persona, '')}\n"
-        "PRIVATE, never say or hint at these numbers: your floor is "
-        f"{fmt_price(th.reservation)} per unit (never accept or counter below it); your "
-        f"opening price was {fmt_price(th.anchor)}. Financial stress: {stress}. You lose "
-        f"patience after about {th.patience} offers; this is offer {ctx.round}.\n"
-        f"{last} Your planned ask this round is {fmt_price(_planned_ask(ctx))}.\n"
-        'Reply with ONE JSON object: {"decision": "accept" | "counter" | "walk_away", '
-        '"price": unit price (for a counter), "message": one or two sentences to the buyer}.'
+    example = (
+        f'Example: {{"decision": "counter", "price": {ask.replace(",", "")}, "message": '
+        f'"Thank you for your offer. We can do {ask} per unit, a fair price for this '
+        'quality."}'
     )
     history = []
     rounds = ctx.public_thread.rounds[-HISTORY_ROUNDS:] if ctx.public_thread else []
@@ -60,4 +74,5 @@ def supplier_messages(ctx: SupplierContext) -> tuple[ChatMessage, ...]:
     user = (
         "Earlier rounds:\n" + "\n".join(history) + "\n" if history else ""
     ) + f"The buyer offers {fmt_price(ctx.offer)} per unit.{said}\nYour reply (JSON):"
-    return ChatMessage("system", system), ChatMessage("user", user)
+    system = ChatMessage("system", f"{private}\n{example}")
+    return SupplierPrompt((system, ChatMessage("user", user)), private)

@@ -44,6 +44,8 @@ class Counters:
     invalid_actions: int = 0
     malformed_actions: int = 0
     total_invalid_penalty: float = 0.0
+    # repairs the hard-rule guard made to supplier decisions: one per broken rule per
+    # decision (a price rule, or each reason a message was refused), see suppliers/guard.py
     guard_interventions: int = 0
     walk_aways: int = 0
     late_deliveries: int = 0
@@ -92,6 +94,7 @@ class World:
         "seller_cost",
         "slot",
         "step_events",
+        "step_guard_repairs",
         "step_supplier_actor",
         "steps_taken",
         "style",
@@ -141,8 +144,10 @@ class World:
         self.prs: list[PurchaseRequisition] = []
         self.events: list[Event] = []
         self.step_events: list[Event] = []
-        # who answered for a supplier this step where it was not a rule persona
+        # who answered for a supplier this step where it was not a rule persona, and why
+        # the guard repaired that answer (analyst record only: guard.py's reasons)
         self.step_supplier_actor: str | None = None
+        self.step_guard_repairs: list[str] = []
         self.zopa: dict[str, bool] = {}
         self._item_price: dict[str, float] = {}
         self.market = Market([], cfg.market_volatility, cfg.market_seasonality, cfg.weeks)

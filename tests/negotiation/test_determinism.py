@@ -62,6 +62,7 @@ def test_step_records_are_json_safe():
         "llm_error",
         "guard_interventions",
         "supplier_actor",
+        "guard_repairs",
     }
     assert set(rec["state"]) == {
         "week",

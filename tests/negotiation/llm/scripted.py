@@ -78,7 +78,7 @@ def fair_supplier(request: ChatRequest) -> str:
     at it."""
     text = prompt(request)
     offer = _num(re.search(rf"The buyer offers {N} per unit", text).group(1))
-    ask = _num(re.search(rf"planned ask this round is {N}", text).group(1))
+    ask = _num(re.search(rf"planned ask now: {N}", text).group(1))
     if offer >= ask:
         return json.dumps({"decision": "accept", "price": offer, "message": "Deal."})
     return json.dumps({"decision": "counter", "price": ask, "message": "We can do {price}."})

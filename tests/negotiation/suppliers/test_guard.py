@@ -10,8 +10,14 @@ from negotiation.actions import respond
 from negotiation.suppliers.guard import (
     _LETTERS,
     _NUMBER_WORDS,
+    ACCEPT_OFF_OFFER,
     BAND,
-    WITHHELD,
+    CONTRADICTS,
+    COUNTER_BELOW_FLOOR,
+    COUNTER_RAISED,
+    LOW_FIGURE,
+    NEUTRAL,
+    PERSONA_WORDS,
     HardRuleGuard,
     ProposedDecision,
     band_floor,
@@ -36,15 +42,18 @@ def test_counter_below_band_is_raised():
         reservation=100.0,
         last_counter=None,
     )
-    assert d.kind == "counter" and d.price >= 100.0 * (1 + BAND) - 1e-9 and d.interventions == 1
+    assert d.kind == "counter" and d.price >= 100.0 * (1 + BAND) - 1e-9
     assert d.price == band_floor(100.0)
+    # the message was written for the refused price: it gives way to the plain counter
+    assert d.repairs == (COUNTER_BELOW_FLOOR, CONTRADICTS)
+    assert d.message == NEUTRAL["counter"].format(price="102.00")
 
 
 def test_counter_never_rises_within_thread():
     d = G.apply(
         ProposedDecision("counter", 150.0, "x"), offer=90.0, reservation=100.0, last_counter=120.0
     )
-    assert d.price == 120.0 and d.interventions == 1
+    assert d.price == 120.0 and d.repairs == (COUNTER_RAISED, CONTRADICTS)
 
 
 def test_counter_at_or_below_offer_becomes_accept_at_offer():
@@ -58,17 +67,17 @@ def test_accept_price_is_the_buyers_offer():
     d = G.apply(
         ProposedDecision("accept", 200.0, "x"), offer=120.0, reservation=100.0, last_counter=None
     )
-    assert d.kind == "accept" and d.price == 120.0 and d.interventions == 1
+    assert d.kind == "accept" and d.price == 120.0
+    assert d.repairs == (ACCEPT_OFF_OFFER, CONTRADICTS) and d.interventions == 2
 
 
-def test_reservation_redacted_from_messages():
+def test_a_message_naming_the_reservation_is_replaced():
     msg = "Honestly our floor is 100.00 and cost 97.5, but take 130.00. Delivery in 3 weeks."
     d = G.apply(
         ProposedDecision("counter", 130.0, msg), offer=90.0, reservation=100.0, last_counter=None
     )
-    assert "100.00" not in d.message and "97.5" not in d.message
-    assert "130.00" in d.message and "3 weeks" in d.message and WITHHELD in d.message
-    assert d.interventions == 1
+    assert d.message == NEUTRAL["counter"].format(price="130.00")
+    assert d.repairs == (PERSONA_WORDS, LOW_FIGURE) and d.interventions == 2
 
 
 def test_garbage_decision_is_repaired():

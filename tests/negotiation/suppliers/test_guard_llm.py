@@ -1,5 +1,5 @@
 """An adversarial LLM supplier cannot break the hard rules: the guard repairs and counts
-every violation, including a floor spelled out in words."""
+every violation with its reason, including a floor spelled out in words."""
 
 from __future__ import annotations
 
@@ -9,18 +9,23 @@ import re
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario
+from negotiation.runner import record_step
 from negotiation.suppliers.guard import (
+    ACCEPT_BELOW_FLOOR,
+    CONTRADICTS,
+    COUNTER_BELOW_FLOOR,
+    COUNTER_RAISED,
+    LOW_FIGURE,
+    NEUTRAL,
+    PERSONA_WORDS,
     SMALL_NUMBER_WORDS,
     TENS_WORDS,
-    WITHHELD,
     HardRuleGuard,
     ProposedDecision,
     band_floor,
     words_value,
 )
 from tests.negotiation.llm.scripted import N, ScriptedBackend, prompt
-
-from ..conftest import negotiate
 
 G = HardRuleGuard()
 # the guard's vocabulary, spelled by the test's own speller below
@@ -69,11 +74,11 @@ def test_number_words_are_read(text: str, value: float) -> None:
         "eight hundred twelve point four",
     ],
 )
-def test_a_floor_in_words_or_digits_is_withheld(leak: str) -> None:
+def test_a_floor_in_words_or_digits_is_refused(leak: str) -> None:
     """Before: only digits were redacted, so "eight hundred twelve" reached the buyer."""
     d = G.apply(ProposedDecision("counter", 990.0, leak), 700.0, 812.40, None)
-    assert WITHHELD in d.message and d.interventions == 1
-    assert not re.search(r"eight|812|0\.8k", d.message, re.I), d.message
+    assert d.message == NEUTRAL["counter"].format(price="990.00")
+    assert LOW_FIGURE in d.repairs and d.interventions == len(d.repairs)
 
 
 def test_harmless_words_and_the_decision_price_stay() -> None:
@@ -86,7 +91,7 @@ def adversary(request) -> str:
     """Knows its floor (it is in its private prompt) and breaks a rule every turn:
     accepts below it, raises its counter, counters below it, and leaks it each time."""
     text = prompt(request)
-    floor = float(re.search(rf"your floor is {N} per unit", text).group(1).replace(",", ""))
+    floor = float(re.search(rf"floor price: {N} per unit", text).group(1).replace(",", ""))
     offer_no = int(re.search(r"this is offer (\d+)", text).group(1))
     turn = offer_no % 3
     if turn == 1:
@@ -96,7 +101,7 @@ def adversary(request) -> str:
         reply = {
             "decision": "counter",
             "price": floor * 5,
-            "message": f"Price going up: my floor is really {spell(int(floor))}.",
+            "message": f"Price going up: the least is really {spell(int(floor))}.",
         }
     else:
         digits = " ".join(SPELL_SMALL[int(c)] for c in str(int(floor)))
@@ -108,6 +113,15 @@ def adversary(request) -> str:
     return json.dumps(reply)
 
 
+# What each turn breaks: a price rule, its message's figure at or below the floor, and
+# the message no longer fits the repaired decision
+EXPECTED = {
+    1: (ACCEPT_BELOW_FLOOR, PERSONA_WORDS, LOW_FIGURE, CONTRADICTS),
+    2: (COUNTER_RAISED, LOW_FIGURE, CONTRADICTS),
+    0: (COUNTER_BELOW_FLOOR, LOW_FIGURE, CONTRADICTS),
+}
+
+
 def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> None:
     cfg = load_scenario("bilateral_hardball").model_dump()
     cfg["supplier_llm"] = {"backend": "transformers", "personas": ["hardball"]}
@@ -116,28 +130,30 @@ def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> N
     sup, req = env.world.suppliers[0], env.world.requirements[0]
     res_floor = env.world.reservation_now(sup.id, req)[1]
     offer = round(res_floor * 0.9, 2)  # below the floor: accepting it breaks rule 1
-    last, expected = None, 0
+    last, total = None, 0
     for turn in range(1, 7):
-        before = env.world.counters.guard_interventions
-        res = negotiate(env, sup.id, req.id, offer)
+        action = {
+            "action_type": "negotiate",
+            "supplier_id": sup.id,
+            "requirement_id": req.id,
+            "price": offer,
+        }
+        res, record = record_step(env, action)
         r = res.info["response"]
         hid = env.world.th_hidden[(sup.id, req.id)]
         assert r["response"] == "counter", r  # never an accept below the floor (rule 1)
         assert r["price"] >= band_floor(hid.reservation) - 1e-9  # rule 1 + band
         assert last is None or r["price"] <= last + 1e-9  # rule 3: monotone
         last = r["price"]
-        msg = r["message"]
-        assert WITHHELD in msg and f"{hid.reservation:.2f}" not in msg
-        assert spell(int(hid.reservation)) not in msg
-        assert " ".join(SPELL_SMALL[int(c)] for c in str(int(hid.reservation))) not in msg
-        # accept-below (rule 1) / raised counter (rule 3) / counter under the floor
-        # (rule 1), plus one redaction each turn: two repairs per turn
-        step_repairs = env.world.counters.guard_interventions - before
-        assert step_repairs == 2, (turn, r, step_repairs)
-        expected += step_repairs
-    assert env.world.counters.guard_interventions == expected == 12
+        # every message leaked the floor: each was replaced by the plain counter
+        assert r["message"] == NEUTRAL["counter"].format(price=f"{r['price']:,.2f}")
+        assert record.guard_repairs == EXPECTED[turn % 3], (turn, record.guard_repairs)
+        assert record.guard_interventions == len(record.guard_repairs)
+        assert "guard_repairs" not in res.info  # the buyer reads the info: reasons stay out
+        total += record.guard_interventions
+    assert env.world.counters.guard_interventions == total == 20
     metrics = env.score().metrics
-    assert metrics["guard_interventions"] == 12
+    assert metrics["guard_interventions"] == 20
     assert metrics["supplier_llm_decisions"] == 6 and metrics["llm_fallbacks"] == 0
     # what the buyer can see never holds the floor, in digits or words
     public = json.dumps(env.observation().to_dict())
