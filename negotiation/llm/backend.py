@@ -36,6 +36,9 @@ class ChatRequest:
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     json_schema: dict[str, Any] | None = None
+    # Requests of one conversation share a key: a backend that keeps prompt state may keep
+    # it per key. A hint for speed, not part of what is asked.
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
