@@ -86,7 +86,7 @@ class SupplierLLMSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["transformers", "vllm", "openai_compatible"] = "transformers"
+    backend: Literal["transformers", "vllm", "openai_compatible", "llamacpp"] = "transformers"
     model: str = Field(default="", max_length=300)
     personas: list[str] = Field(default_factory=list)
 

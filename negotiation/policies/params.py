@@ -58,7 +58,7 @@ class LLMParams(PolicyParams):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     backend: BackendName | SkipJsonSchema[InstanceOf[LLMBackend]] = Field(  # type: ignore[valid-type]
-        default="transformers", description="transformers | vllm | openai_compatible"
+        default="transformers", description="transformers | vllm | openai_compatible | llamacpp"
     )
     model: str = Field(
         default="", max_length=300, description="Path, model id or server model name."
@@ -76,7 +76,7 @@ class LLMParams(PolicyParams):
         "does, the model writes the message and rationale.",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=128, ge=16, le=4096)
+    max_tokens: int = Field(default=96, ge=16, le=4096)
     max_prompt_chars: int = Field(
         default=MAX_PROMPT_CHARS,
         ge=500,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .brief import GIVEAWAY
@@ -46,6 +47,17 @@ RESTATED = "restated instructions"
 PERSONA_WORDS = "persona words"
 LOW_FIGURE = "figure at or below floor"
 CONTRADICTS = "contradicts the decision"
+# Reasons whose row would give the floor away (the repaired price sits on its band):
+# anyone who reads a stored episode, a buyer's seat included, sees this label instead.
+FLOOR_REASONS = frozenset({ACCEPT_BELOW_FLOOR, COUNTER_BELOW_FLOOR})
+PRICE_HELD = "price held to the hard rules"
+
+
+def public_repairs(reasons: Iterable[str]) -> list[str]:
+    """A step's repair reasons as a stored episode shows them."""
+    return [PRICE_HELD if r in FLOOR_REASONS else r for r in reasons]
+
+
 # What a refused message becomes: the guarded decision, plainly.
 NEUTRAL = {
     "accept": "We can accept {price} per unit.",

@@ -132,6 +132,7 @@ class Decision(models.Model):
         "llm_fallback": False,
         "llm_error": None,
         "guard_interventions": 0,
+        "guard_repairs": (),
         "supplier_actor": None,
     }
     STORED_FIELDS = (*RECORD_FIELDS, *META_DEFAULTS)
@@ -157,6 +158,8 @@ class Decision(models.Model):
     llm_fallback = models.BooleanField(default=False)
     llm_error = models.TextField(null=True, blank=True)
     guard_interventions = models.PositiveSmallIntegerField(default=0)
+    # each repair's reason, as anyone who reads the episode may see it (guard.public_repairs)
+    guard_repairs = models.JSONField(default=list, blank=True)
     # who answered for the supplier: "rule", "llm", "fallback:rule"; null when none did
     supplier_actor = models.CharField(max_length=32, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -8,6 +8,7 @@ LLM_BACKENDS = [
     ("transformers", "transformers (in-process)"),
     ("vllm", "vLLM (in-process engine on a gpu worker)"),
     ("openai_compatible", "OpenAI-compatible server"),
+    ("llamacpp", "llama.cpp (in-process, CPU; optional source build)"),
 ]
 
 

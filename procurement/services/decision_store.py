@@ -18,11 +18,12 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from negotiation.suppliers.guard import public_repairs
 from procurement.models import Decision
 
 FIELDS = Decision.STORED_FIELDS
 COLUMNS = ("episode_id", *FIELDS, "created_at")
-JSON_FIELDS = {"action", "error", "response", "events", "state"}
+JSON_FIELDS = {"action", "error", "response", "events", "state", "guard_repairs"}
 
 
 def _dumps(value: Any) -> str | None:
@@ -36,6 +37,7 @@ def stored_values(record: dict[str, Any], actor: str | None = None) -> dict[str,
     values = {**Decision.META_DEFAULTS, **{f: record[f] for f in FIELDS if f in record}}
     if actor is not None:
         values["actor"] = actor
+    values["guard_repairs"] = public_repairs(values["guard_repairs"])
     return values
 
 

@@ -46,13 +46,13 @@ def start(page, site, scenario: str, policy: str) -> str:
 
 def with_a_guard_repair(ws) -> None:
     """The stream as it is, but for a guard repair reason on the snapshot's first row (the
-    engine's per-step ``supplier_repairs``, which the page shows whenever a row has it)."""
+    engine's per-step ``guard_repairs``, which the page shows whenever a row has it)."""
     server = ws.connect_to_server()
 
     def to_page(message: str | bytes) -> None:
         event = json.loads(message)
         if event.get("type") == "episode.snapshot" and event["decisions"]:
-            event["decisions"][0]["supplier_repairs"] = [REPAIR]
+            event["decisions"][0]["guard_repairs"] = [REPAIR]
         ws.send(json.dumps(event))
 
     server.on_message(to_page)

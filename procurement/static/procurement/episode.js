@@ -47,7 +47,7 @@
       const why = buyerFellBack ? "the model's reply was unusable" : d.llm_parse_failure ? "its reply could not be parsed" : "the model call failed";
       out.push(["fallback", `supplier fallback: ${supplier.slice(9)}`, why]);
     }
-    const repairs = Array.isArray(d.supplier_repairs) ? d.supplier_repairs : [];
+    const repairs = Array.isArray(d.guard_repairs) ? d.guard_repairs : [];
     for (const r of repairs) out.push(["repair", "guard repair", String(r)]);
     if (!repairs.length && d.guard_interventions > 0) out.push(["repair", `guard repairs: ${d.guard_interventions}`]);
     return out;

@@ -17,7 +17,12 @@ GARBAGE = "I would like to negotiate with supplier S01, maybe."
 def test_llm_is_a_registered_policy_with_a_params_schema() -> None:
     assert "llm" in list_policies()
     schema = policy_params_model("llm").model_json_schema()
-    assert schema["properties"]["backend"]["enum"] == ["transformers", "vllm", "openai_compatible"]
+    assert schema["properties"]["backend"]["enum"] == [
+        "transformers",
+        "vllm",
+        "openai_compatible",
+        "llamacpp",
+    ]
     assert schema["properties"]["mode"]["enum"] == ["free", "narrator"]
     assert {"fallback", "model", "temperature", "max_tokens", "max_prompt_chars"} <= set(
         schema["properties"]
