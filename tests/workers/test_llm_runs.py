@@ -135,7 +135,10 @@ def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
                 message = event_content(await layer.receive(channel))
                 if message["type"] == "episode.decisions":
                     received[message["episode"]].extend(message["decisions"])
-                elif message["episode"]["status"] in ("finished", "failed"):
+                elif message["type"] == "episode.status" and message["episode"]["status"] in (
+                    "finished",
+                    "failed",
+                ):
                     ended.add(message["episode"]["id"])
             await layer.flush()
 
