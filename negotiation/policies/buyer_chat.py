@@ -30,7 +30,9 @@ from .prompts import (
     ROUNDS_PER_THREAD,
     budget_text,
     buyer_system_prompt,
+    contract_text,
     fit_lines,
+    pr_text,
     requirement_text,
     round_text,
     state_lines,
@@ -110,19 +112,9 @@ def _changes(prev: Observation, obs: Observation) -> list[str]:
     before_req = {r.id: r for r in prev.requirements}
     out.extend(requirement_text(r) for r in obs.requirements if before_req.get(r.id) != r)
     old_contracts = set(prev.contracts)
-    out.extend(
-        f"- {c.id} {c.supplier_id}/{c.requirement_id} {c.quantity} x {fmt_price(c.unit_price)}"
-        f" due week {c.due_week}, {c.status}"
-        for c in obs.contracts
-        if c not in old_contracts
-    )
+    out.extend(contract_text(c) for c in obs.contracts if c not in old_contracts)
     old_prs = set(prev.purchase_requisitions)
-    out.extend(
-        f"- {p.id} {p.requirement_id} {fmt_price(p.amount)} {p.status}"
-        f" (decided after week {p.matures_week})"
-        for p in obs.purchase_requisitions
-        if p not in old_prs
-    )
+    out.extend(pr_text(p) for p in obs.purchase_requisitions if p not in old_prs)
     old_events = set(prev.events)
     out.extend(f"- wk{e.week} {e.kind}: {e.text}" for e in obs.events if e not in old_events)
     return out

@@ -21,7 +21,12 @@ from ..llm.backend import ChatMessage
 from ..observation import Observation
 from ..suppliers.guard import fmt_price
 from ..world.entities import TELL_NAMES, Round, Thread
-from ..world.records import RequirementRecord, SupplierRecord
+from ..world.records import (
+    ContractRecord,
+    PurchaseRequisitionRecord,
+    RequirementRecord,
+    SupplierRecord,
+)
 from .action_schema import ACTION_MODELS
 
 ROUNDS_PER_THREAD = 3  # the last rounds of each thread a buyer sees
@@ -155,6 +160,20 @@ def supplier_text(s: SupplierRecord) -> str:
     )
 
 
+def contract_text(c: ContractRecord) -> str:
+    return (
+        f"- {c.id} {c.supplier_id}/{c.requirement_id} {c.quantity} x "
+        f"{fmt_price(c.unit_price)} due week {c.due_week}, {c.status}"
+    )
+
+
+def pr_text(p: PurchaseRequisitionRecord) -> str:
+    return (
+        f"- {p.id} {p.requirement_id} {fmt_price(p.amount)} {p.status}"
+        f" (decided after week {p.matures_week})"
+    )
+
+
 def round_text(rd: Round, with_tells: bool) -> str:
     offer = "management call" if rd.buyer_offer is None else f"you {fmt_price(rd.buyer_offer)}"
     price = "" if rd.supplier_price is None else f" {fmt_price(rd.supplier_price)}"
@@ -213,20 +232,12 @@ def state_lines(
     _section(
         out,
         "Contracts:",
-        [
-            f"- {c.id} {c.supplier_id}/{c.requirement_id} {c.quantity} x "
-            f"{fmt_price(c.unit_price)} due week {c.due_week}, {c.status}"
-            for c in obs.contracts
-        ],
+        [contract_text(c) for c in obs.contracts],
     )
     _section(
         out,
         "Purchase requisitions:",
-        [
-            f"- {p.id} {p.requirement_id} {fmt_price(p.amount)} {p.status}"
-            f" (decided after week {p.matures_week})"
-            for p in obs.purchase_requisitions
-        ],
+        [pr_text(p) for p in obs.purchase_requisitions],
     )
     _section(
         out,
