@@ -79,6 +79,11 @@ def test_fallback_rows_show_who_played_and_why(page, site) -> None:
     assert REPAIR in first.text_content()
     assert page.locator("#waiting").is_hidden()  # finished: it waits for nothing
     screenshot(page, "episode-llm-fallbacks-1366")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.wait_for_selector("#timeline tbody tr .mark.repair")
+    assert not has_horizontal_scroll(page)
+    screenshot(page, "episode-llm-fallbacks-390")
 
 
 @pytest.mark.slow
