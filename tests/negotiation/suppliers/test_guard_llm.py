@@ -18,32 +18,15 @@ from negotiation.suppliers.guard import (
     LOW_FIGURE,
     NEUTRAL,
     PERSONA_WORDS,
-    SMALL_NUMBER_WORDS,
-    TENS_WORDS,
     HardRuleGuard,
     ProposedDecision,
     band_floor,
     words_value,
 )
 from tests.negotiation.llm.scripted import N, ScriptedBackend, prompt
+from tests.negotiation.suppliers.leaks import spell  # the tests' own speller, not the guard's
 
 G = HardRuleGuard()
-# the guard's vocabulary, spelled by the test's own speller below
-SPELL_SMALL = SMALL_NUMBER_WORDS
-SPELL_TENS = ["_", "_", *TENS_WORDS]
-
-
-def spell(n: int) -> str:
-    """English words for 0 <= n < 1,000,000 (the test's own speller, not the guard's)."""
-    if n >= 1000:
-        rest = n % 1000
-        return spell(n // 1000) + " thousand" + (f" {spell(rest)}" if rest else "")
-    if n >= 100:
-        rest = n % 100
-        return SPELL_SMALL[n // 100] + " hundred" + (f" and {spell(rest)}" if rest else "")
-    if n >= 20:
-        return SPELL_TENS[n // 10] + (f"-{SPELL_SMALL[n % 10]}" if n % 10 else "")
-    return SPELL_SMALL[n]
 
 
 @pytest.mark.parametrize(
@@ -104,7 +87,7 @@ def adversary(request) -> str:
             "message": f"Price going up: the least is really {spell(int(floor))}.",
         }
     else:
-        digits = " ".join(SPELL_SMALL[int(c)] for c in str(int(floor)))
+        digits = " ".join(spell(int(c)) for c in str(int(floor)))
         reply = {
             "decision": "counter",
             "price": floor * 0.5,
