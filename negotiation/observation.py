@@ -61,7 +61,7 @@ class Observation(NamedTuple):
     quote_validity_weeks: int
     max_deferrals: int
     holding_cost_rate: float  # a deferral costs this x ceiling x quantity
-    seed: int | None
+    seed: int | None  # None in a sealed world: its player is not told the seed
     episode_key: int  # unique per reset in this process; not part of to_dict()
 
     # --- convenience accessors for policies ------------------------------------------
@@ -145,6 +145,6 @@ def observe(world: World, *, done: bool, last_action: FrozenDict, episode_key: i
         cfg.quote_validity_weeks,
         cfg.max_deferrals,
         cfg.holding_cost_rate,
-        world.seed,
+        None if world.sealed else world.seed,
         episode_key,
     )
