@@ -239,13 +239,27 @@ class ScenarioConfig(BaseModel):
         le=100,
         description="How many escalations the buyer may use in an episode.",
     )
+    # One published range, two scalars (the admin edits fields one by one). A config from
+    # before the range carries escalation_fraction alone: it stays the range's middle.
     escalation_fraction: float = Field(
         default=0.3,
         ge=0.0,
         le=1.0,
         description=(
-            "How far an escalation moves a supplier's standing counter toward its hidden floor (0 "
-            "= not at all, 1 = all the way)."
+            "The middle of how far an escalation moves a supplier's standing counter toward "
+            "its hidden floor (0 = not at all, 1 = all the way). Each escalation draws its own "
+            "hidden fraction within escalation_fraction ± escalation_fraction_spread (kept "
+            "within 0 to 1), so its answer never gives the floor away."
+        ),
+    )
+    escalation_fraction_spread: float = Field(
+        default=0.1,
+        ge=0.05,
+        le=0.5,
+        description=(
+            "Half the width of the published range an escalation's hidden fraction is drawn "
+            "from, around escalation_fraction (at least 0.05: a narrower range would let one "
+            "answer be solved for the floor)."
         ),
     )
     escalation_approver: Literal["rule", "human"] = Field(
@@ -428,6 +442,12 @@ class ScenarioConfig(BaseModel):
             "Suppliers played by a language model: backend, model and the personas it plays."
         ),
     )
+
+    @property
+    def escalation_range(self) -> tuple[float, float]:
+        """The published range of an escalation's hidden fraction (actions.py draws it)."""
+        mid, spread = self.escalation_fraction, self.escalation_fraction_spread
+        return round(max(0.0, mid - spread), 6), round(min(1.0, mid + spread), 6)
 
     def plays_llm_suppliers(self) -> bool:
         """Whether a language model plays any supplier: ``supplier_llm`` names personas (a

@@ -4,6 +4,7 @@ import pytest
 from pydantic import BaseModel
 
 from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
+from negotiation.config import validate_config
 
 
 def test_presets_load_and_round_trip():
@@ -115,3 +116,15 @@ def test_loaded_presets_share_nothing_mutable_with_presets():
     overridden = load_scenario("bilateral", persona="deceptive")
     assert load_scenario("bilateral").persona_mix == {"hardball": 1.0}
     assert overridden.persona_mix == {"deceptive": 1.0}
+
+
+def test_a_stored_config_with_one_escalation_fraction_keeps_it_as_the_middle():
+    cfg = validate_config({"escalation_fraction": 0.5})  # as stored before the range
+    assert cfg.escalation_range == (0.4, 0.6)
+    assert validate_config({"escalation_fraction": 0.02}).escalation_range == (0.0, 0.12)
+
+
+def test_an_escalation_range_too_narrow_to_hide_the_floor_is_refused():
+    with pytest.raises(ScenarioValidationError) as exc:
+        validate_config({"escalation_fraction_spread": 0.0})
+    assert exc.value.errors[0]["field"] == "escalation_fraction_spread"
