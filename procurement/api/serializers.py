@@ -110,6 +110,12 @@ class PolicyConfigSerializer(serializers.ModelSerializer):
 
 class EpisodeSerializer(serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    seed = serializers.IntegerField(
+        source="shown_seed",
+        read_only=True,
+        allow_null=True,
+        help_text="null while a sealed episode (a person's seat) plays; shown once it ends.",
+    )
 
     class Meta:
         model = Episode
@@ -122,6 +128,7 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "policy_name",
             "policy_version",
             "seed",
+            "sealed",
             "status",
             "queue",
             "sweep",
@@ -190,7 +197,8 @@ class EpisodeCreateSerializer(serializers.Serializer):
         min_value=0,
         max_value=MAX_SEED,
         required=False,
-        help_text="Omit for the next seed this scenario and policy have not played.",
+        help_text="Omit for the next seed this scenario and policy have not played. A human "
+        "seat's seed is drawn by the server: giving one is refused.",
     )
     step_delay = serializers.FloatField(
         min_value=0,

@@ -27,7 +27,12 @@ from procurement.errors import NotFound
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload
-from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
+from procurement.selectors.episodes import (
+    episode_decisions,
+    episode_list,
+    episodes_on_seed,
+    public_state_at,
+)
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
@@ -147,11 +152,16 @@ class EpisodeFilter(django_filters.FilterSet):
     sweep = django_filters.NumberFilter(
         field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
     )
-    seed = django_filters.NumberFilter(min_value=0, max_value=MAX_BIGINT, decimal_places=0)
+    seed = django_filters.NumberFilter(
+        method="filter_seed", min_value=0, max_value=MAX_BIGINT, decimal_places=0
+    )
 
     class Meta:
         model = Episode
         fields = ["status", "scenario", "policy", "sweep", "seed"]
+
+    def filter_seed(self, queryset, name, value):
+        return episodes_on_seed(queryset, int(value))
 
 
 class EpisodeViewSet(

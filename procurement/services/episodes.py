@@ -20,6 +20,7 @@ from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import llm_episode_quota_check
 from procurement.services.run_status import cancel_run
+from procurement.worlds import episode_env
 
 
 def episode_build(
@@ -63,9 +64,12 @@ def episode_create(
     """Create a queued episode and hand it to a worker once the row is committed.
 
     ``seed`` None takes the next free one; ``step_delay`` seconds between decisions pace
-    a live episode for people watching (0: engine speed)."""
+    a live episode for people watching (0: engine speed). A human seat is sealed: the
+    server draws its seed (a ``seed`` given for one is refused with a ValidationError)
+    and its world under the server's key (procurement.worlds)."""
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
+    requested_seed = seed
     if seed is None:
         seed = next_free_seed(scenario=scenario, policy=policy)
     episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
@@ -75,6 +79,7 @@ def episode_create(
         from procurement.services import human_seat
 
         human_seat.seat_check_allowed(plan=plan)
+        human_seat.seat_seal(episode=episode, requested_seed=requested_seed)
         episode.save()
         human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
         return episode
@@ -201,13 +206,10 @@ class ReplayReport:
 def episode_replay(*, episode: Episode) -> ReplayReport:
     """Re-run the stored actions through a fresh engine and compare the score; Conflict
     unless the episode finished."""
-    from negotiation import ProcurementEnv, load_scenario
-
     if episode.status != EpisodeStatus.FINISHED:
         raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
-    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
-    env.reset(seed=episode.seed)
+    env = episode_env(episode)
     actions = episode.decisions.order_by("step").values_list("action", flat=True)
     steps = 0
     for action in actions.iterator(chunk_size=2000):
