@@ -111,9 +111,40 @@ class SupplierSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    persona: Literal["cooperative", "hardball", "deceptive", "distressed"]
+    # hidden: only admins read it (scrub_hidden_settings); the buyer learns it by playing
+    persona: Literal["cooperative", "hardball", "deceptive", "distressed"] = Field(
+        json_schema_extra={"hidden": True}
+    )
     categories: list[str] = Field(min_length=1, max_length=20)
     lead_time_weeks: int = Field(default=2, ge=0, le=26)
+
+
+# What a scrubbed hidden setting reads as.
+HIDDEN_VALUE = "hidden"
+# The roster's hidden settings, as SupplierSpec marks them.
+HIDDEN_SUPPLIER_SETTINGS: tuple[str, ...] = tuple(
+    name
+    for name, info in SupplierSpec.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("hidden")
+)
+
+
+def scrub_hidden_settings(config: Any) -> Any:
+    """A scenario config as a player may read it: each named supplier's hidden settings
+    (``HIDDEN_SUPPLIER_SETTINGS``: its persona) read ``HIDDEN_VALUE``. The rest is the
+    game's published terms: the persona mix (how hard the field is, never who is who)
+    and a bilateral game's seller persona, which its preset's name and description state.
+    Any stored shape is accepted (a snapshot is never re-validated here): what is not a
+    roster entry passes unchanged, and the input is never modified."""
+    if not isinstance(config, dict) or not isinstance(config.get("supplier_roster"), list):
+        return config
+    roster = [
+        {k: HIDDEN_VALUE if k in HIDDEN_SUPPLIER_SETTINGS else v for k, v in spec.items()}
+        if isinstance(spec, dict)
+        else spec
+        for spec in config["supplier_roster"]
+    ]
+    return {**config, "supplier_roster": roster}
 
 
 def _default_mix() -> dict[str, float]:

@@ -11,12 +11,24 @@ from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
 from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
 from procurement.selectors import live as live_selectors
+from procurement.selectors.scenarios import scenario_config_view
 from procurement.services import policies as policy_services
 
 
+class ScenarioConfigField(serializers.JSONField):
+    """A scenario config as the request's user may read it: hidden supplier settings
+    scrubbed for everyone but admins (selectors.scenarios.scenario_config_view)."""
+
+    def to_representation(self, value):
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        return scenario_config_view(super().to_representation(value), user=user)
+
+
 class ScenarioSerializer(serializers.ModelSerializer):
-    config = serializers.JSONField(
-        help_text="Every ScenarioConfig parameter; omitted ones take the engine's defaults."
+    config = ScenarioConfigField(
+        help_text="Every ScenarioConfig parameter; omitted ones take the engine's defaults. "
+        "A named supplier's persona reads 'hidden' except to admins."
     )
 
     class Meta:
@@ -59,7 +71,7 @@ class ScenarioSerializer(serializers.ModelSerializer):
 class PresetSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
-    config = serializers.JSONField()
+    config = serializers.JSONField()  # presets name no suppliers: nothing hidden
 
 
 class PolicyConfigSerializer(serializers.ModelSerializer):
@@ -160,6 +172,7 @@ class EpisodeDetailSerializer(EpisodeSerializer):
         help_text="What the run waits for now (its place in its lane, its model loading or "
         "thinking); null when nothing."
     )
+    scenario_snapshot = ScenarioConfigField(read_only=True)
 
     class Meta(EpisodeSerializer.Meta):
         fields = [

@@ -91,7 +91,8 @@ class ScenarioViewSet(viewsets.ModelViewSet):
     def copy(self, request, pk=None):
         """Copy a scenario (a preset, usually) into an editable one."""
         copy = scenario_services.scenario_copy(source=self.get_object(), user=request.user)
-        return Response(s.ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED)
+        data = s.ScenarioSerializer(copy, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 class PresetViewSet(viewsets.ViewSet):

@@ -4,7 +4,8 @@ import pytest
 from pydantic import BaseModel
 
 from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
-from negotiation.config import validate_config
+from negotiation.config import HIDDEN_VALUE, scrub_hidden_settings, validate_config
+from negotiation.world.catalogue import get_catalogue
 
 
 def test_presets_load_and_round_trip():
@@ -128,3 +129,16 @@ def test_an_escalation_range_too_narrow_to_hide_the_floor_is_refused():
     with pytest.raises(ScenarioValidationError) as exc:
         validate_config({"escalation_fraction_spread": 0.0})
     assert exc.value.errors[0]["field"] == "escalation_fraction_spread"
+
+
+def test_scrubbing_hides_each_named_suppliers_persona_and_nothing_else():
+    category = get_catalogue().categories[0]
+    roster = [{"name": "Acme", "persona": "deceptive", "categories": [category]}]
+    config = validate_config({"n_suppliers": 3, "supplier_roster": roster}).model_dump(mode="json")
+    scrubbed = scrub_hidden_settings(config)
+    assert scrubbed["supplier_roster"][0]["persona"] == HIDDEN_VALUE
+    assert config["supplier_roster"][0]["persona"] == "deceptive"  # the input is untouched
+    assert {k: v for k, v in scrubbed.items() if k != "supplier_roster"} == {
+        k: v for k, v in config.items() if k != "supplier_roster"
+    }
+    assert scrub_hidden_settings({"supplier_roster": ["odd", 3]}) == {"supplier_roster": ["odd", 3]}
