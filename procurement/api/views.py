@@ -26,7 +26,7 @@ from procurement.api.permissions import RolePermission
 from procurement.errors import NotFound
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
-from procurement.selectors.approvals import approval_payload
+from procurement.selectors.approvals import approval_payload, episode_approvals
 from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
@@ -234,23 +234,35 @@ class EpisodeViewSet(
         )
         return Response(decision, status=status.HTTP_201_CREATED)
 
-    @extend_schema(
-        request=None,
-        responses={
-            200: OpenApiResponse(description="The answered approval."),
-            403: OpenApiResponse(description="Not an approver of this episode."),
-            409: OpenApiResponse(description="Nothing is waiting for an answer."),
-        },
-    )
+    @extend_schema(responses=s.ApprovalSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="approvals")
+    def approval_list(self, request, pk=None):
+        """Every escalation of the episode that asked for an answer, in step order, with
+        who answered, when and why (automatic answers included)."""
+        answers = episode_approvals(episode=self.get_object())
+        return Response([approval_payload(a) for a in answers])
+
+    _ANSWERS = {
+        200: s.ApprovalSerializer,
+        403: OpenApiResponse(
+            description="May not answer: the run's starter, the refuser under review, or "
+            "below the scenario's approver role."
+        ),
+        409: OpenApiResponse(description="Nothing is waiting for an answer."),
+    }
+
+    @extend_schema(request=None, responses=_ANSWERS)
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
-        """Approve the escalation this episode waits on (ops, admins, or its starter)."""
+        """Approve the escalation this episode waits on (never its starter; the scenario
+        names the lowest role that answers)."""
         return self._answer(request, approve=True)
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(), 409: OpenApiResponse()})
+    @extend_schema(request=None, responses=_ANSWERS)
     @action(detail=True, methods=["post"])
     def refuse(self, request, pk=None):
-        """Refuse the escalation this episode waits on: it has no effect and costs nothing."""
+        """Refuse the escalation this episode waits on: it has no effect and costs nothing,
+        and the refusal stands for its requirement (see services.approvals)."""
         return self._answer(request, approve=False)
 
     def _answer(self, request, *, approve: bool) -> Response:

@@ -10,7 +10,11 @@ from procurement.errors import NotFound
 from procurement.models import Decision, Episode, EpisodeStatus, Sweep
 from procurement.run_phases import LOADING_MODEL, THINKING, phase_of
 from procurement.run_plan import LANE_NAMES
-from procurement.selectors.approvals import approval_payload, pending_approvals
+from procurement.selectors.approvals import (
+    approval_payload,
+    episode_approvals,
+    pending_approvals,
+)
 
 OVERVIEW_GROUP = "overview"
 SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
@@ -85,8 +89,8 @@ def sweep_payload(sweep: Sweep) -> dict[str, Any]:
 
 
 def episode_snapshot(*, episode_id: int) -> tuple[str, dict[str, Any]]:
-    """The episode's group and its snapshot: the episode, its latest decisions and the
-    approvals it waits on. NotFound when there is no such episode."""
+    """The episode's group and its snapshot: the episode, its latest decisions and its
+    approvals (answered ones too). NotFound when there is no such episode."""
     episode = Episode.objects.filter(pk=episode_id).first()
     if episode is None:
         raise NotFound(f"No episode {episode_id}.")
@@ -95,7 +99,7 @@ def episode_snapshot(*, episode_id: int) -> tuple[str, dict[str, Any]]:
         "type": "episode.snapshot",
         "episode": episode_payload(episode),
         "decisions": [decision_payload(d) for d in reversed(latest)],
-        "approvals": [approval_payload(a) for a in pending_approvals(episode=episode)],
+        "approvals": [approval_payload(a) for a in episode_approvals(episode=episode)],
     }
 
 

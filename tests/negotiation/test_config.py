@@ -54,6 +54,9 @@ def test_bilateral_overrides():
         ({"disruptions": [{"week": 2, "kind": "meteor"}]}, "disruptions.0.kind"),
         ({"max_steps": 2}, "max_steps"),
         ({"pr_threshold": float("nan")}, "pr_threshold"),
+        ({"escalation_approver_role": "intern"}, "escalation_approver_role"),
+        ({"escalation_approval_above": -1.0}, "escalation_approval_above"),
+        ({"escalation_approval_above": float("inf")}, "escalation_approval_above"),
     ],
 )
 def test_validation_errors_name_fields(patch, field):
@@ -115,3 +118,13 @@ def test_loaded_presets_share_nothing_mutable_with_presets():
     overridden = load_scenario("bilateral", persona="deceptive")
     assert load_scenario("bilateral").persona_mix == {"hardball": 1.0}
     assert overridden.persona_mix == {"deceptive": 1.0}
+
+
+def test_stored_configs_without_the_approval_thresholds_keep_working():
+    stored = load_scenario("easy_negotiation").model_dump(mode="json")
+    for name in ("escalation_approver_role", "escalation_approval_above"):
+        del stored[name]
+    cfg = load_scenario(stored)
+    assert (cfg.escalation_approver_role, cfg.escalation_approval_above) == ("ops", 0.0)
+    units = ScenarioConfig.model_fields["escalation_approval_above"].description
+    assert "scenario's money" in units and "standing counter x the quantity" in units

@@ -193,18 +193,25 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
     screenshot(page, "human-seat-1366")
 
 
-def test_an_escalation_waits_for_approval_on_the_page_and_the_overview(page, site) -> None:
+def test_an_escalation_waits_for_someone_other_than_its_starter(page, site) -> None:
     login(page, site, "analyst")
     episode_url = start_from_form(page, site, "approvals_demo", seed="1")
     page.wait_for_selector("#approval:not([hidden])")
     assert "escalate" in page.locator("#approval-text").text_content()
+    # The starter is offered no buttons, and told why.
+    page.wait_for_selector("#approval-why:not([hidden])")
+    assert "You started this run" in page.locator("#approval-why").text_content()
+    assert page.locator("#approval-actions").is_hidden()
     screenshot(page, "approval-1366")
-    page.click("text=Overview")
-    page.wait_for_selector("#approvals-card:not([hidden]) li")
+    page.context.clear_cookies()
+    login(page, site, "ops")
+    page.wait_for_selector("#approvals-card:not([hidden]) li")  # the overview lists it
     page.goto(episode_url)
-    page.wait_for_selector("#approval:not([hidden])")
+    page.wait_for_selector("#approval-actions:not([hidden])")
+    assert page.locator("#approval-why").is_hidden()
     page.click("#approve")
     page.wait_for_selector("#approval", state="hidden")
     page.wait_for_function("document.getElementById('status').textContent === 'finished'")
     escalation = page.locator("#timeline tbody tr", has_text="escalate").first
-    assert "approved by analyst" in escalation.text_content()
+    assert "approved by ops" in escalation.text_content()
+    assert "Approved by ops (ops)." in page.locator("#approval-log").text_content()
