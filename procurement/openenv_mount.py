@@ -2,9 +2,9 @@
 
 A request or WebSocket under the prefix is authenticated exactly as the API does it (its
 DRF authentication classes: HTTP Basic with the axes lockout, or the session cookie with
-CSRF on unsafe HTTP methods), must hold the analyst role (who may run episodes), and is
-then handed to the OpenEnv app with ``root_path`` set to the prefix. Everything else goes
-to the wrapped app untouched.
+CSRF on unsafe HTTP methods: the ``csrftoken`` cookie's value in ``X-CSRFToken``), must
+hold the analyst role (who may run episodes), and is then handed to the OpenEnv app with
+``root_path`` set to the prefix. Everything else goes to the wrapped app untouched.
 
 Refusals: HTTP gets DRF's status and JSON body (401 with a Basic challenge, 403, or 429
 with Retry-After); a WebSocket is accepted, told why in the package's error frame (so
@@ -49,6 +49,7 @@ WS_REFUSAL = {
     429: (4429, "LOCKED_OUT"),
     503: (4503, "UNAVAILABLE"),
 }
+BODY_HEADERS = frozenset({b"content-type", b"content-length", b"transfer-encoding"})
 NOT_INSTALLED = (
     "The OpenEnv server is not installed here: pip install -r requirements/research.txt."
 )
@@ -69,11 +70,16 @@ class Refusal(Exception):
 
 def _django_request(scope: Scope) -> ASGIRequest:
     """The scope as Django sees an HTTP request (a WebSocket handshake is a GET), with the
-    session and lazy user that SessionMiddleware and AuthenticationMiddleware would set."""
+    session and lazy user that SessionMiddleware and AuthenticationMiddleware would set.
+
+    Without its body: that stays unread for the OpenEnv app. So the request says it has
+    none, and the CSRF check (which looks at a POST's form fields before the X-CSRFToken
+    header) finds none instead of failing to parse a JSON body with a 415."""
     if scope["type"] == "websocket":
         scheme = "https" if scope.get("scheme") == "wss" else "http"
         scope = {**scope, "type": "http", "method": "GET", "scheme": scheme}
-    request = ASGIRequest(scope, io.BytesIO())
+    headers = [(k, v) for k, v in scope.get("headers", []) if k not in BODY_HEADERS]
+    request = ASGIRequest({**scope, "headers": headers}, io.BytesIO())
     engine = import_module(settings.SESSION_ENGINE)
     request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
     request.user = SimpleLazyObject(lambda: get_user(request))

@@ -203,6 +203,13 @@ class EpisodeCreateSerializer(serializers.Serializer):
 
 
 class HumanMoveSerializer(serializers.Serializer):
+    step = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_ID,
+        help_text="The step this move plays: the number of decisions stored so far (0 for "
+        "the first move), as you saw it. A move for any other step (resent, doubled or "
+        "stale) is refused with 409 and the next_step; nothing is played twice.",
+    )
     action = serializers.JSONField(
         help_text='One buyer action, e.g. {"action_type": "negotiate", "supplier_id": "S01", '
         '"requirement_id": "R01", "price": 12.5}.'

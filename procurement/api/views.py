@@ -219,18 +219,22 @@ class EpisodeViewSet(
             201: s.DecisionSerializer,
             400: s.RefusedMoveSerializer,
             403: OpenApiResponse(description="Not your seat."),
-            409: OpenApiResponse(description="The episode takes no more moves."),
+            409: OpenApiResponse(
+                description="The episode takes no more moves, or the step is not the next "
+                "one (next_step says which is); nothing was played."
+            ),
         },
     )
     @action(detail=True, methods=["post"])
     def act(self, request, pk=None):
-        """Play the buyer's next move in a human-seat episode (the seat holder only). An
-        action the engine refuses comes back with its code and field; nothing is stored."""
+        """Play the buyer's next move in a human-seat episode (the seat holder only), once:
+        a move names the step it plays. An action the engine refuses comes back with its
+        code and field; nothing is stored."""
         episode = self.get_object()
         params = s.HumanMoveSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         decision = human_seat.seat_play(
-            episode_id=episode.pk, user=request.user, action=params.validated_data["action"]
+            episode_id=episode.pk, user=request.user, **params.validated_data
         )
         return Response(decision, status=status.HTTP_201_CREATED)
 

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
+
 
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending"
@@ -23,7 +25,7 @@ class ApprovalRequest(models.Model):
         "procurement.Episode", on_delete=models.CASCADE, related_name="approvals"
     )
     step = models.PositiveIntegerField()
-    action = models.JSONField()
+    action = models.JSONField(decoder=StoredJSONDecoder)
     status = models.CharField(
         max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
     )

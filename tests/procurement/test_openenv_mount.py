@@ -54,8 +54,8 @@ def fetch(
         return exc.code, dict(exc.headers), json.loads(exc.read())
 
 
-def login(site: EmbeddedSite, username: str) -> str:
-    """Log in through the login form; return the session cookie's value."""
+def login(site: EmbeddedSite, username: str) -> dict[str, str]:
+    """Log in through the login form; return the cookies (sessionid, csrftoken)."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{site.url}/accounts/login/", timeout=30).read().decode()
@@ -69,9 +69,9 @@ def login(site: EmbeddedSite, username: str) -> str:
         ),
         timeout=30,
     )
-    session = {c.name: c.value for c in jar}.get("sessionid")
-    assert session, "login failed: no session cookie"
-    return session
+    cookies = {c.name: c.value for c in jar}
+    assert "sessionid" in cookies, "login failed: no session cookie"
+    return cookies
 
 
 def ws_url(site: EmbeddedSite) -> str:
@@ -161,12 +161,20 @@ def test_basic_auth_serves_http_and_a_whole_episode_over_the_websocket(
 
 
 def test_a_session_login_serves_http_and_the_websocket(site: EmbeddedSite) -> None:
-    cookie = {"Cookie": f"sessionid={login(site, 'analyst')}"}
+    cookies = login(site, "analyst")
+    cookie = {"Cookie": f"sessionid={cookies['sessionid']}"}
     status, _, answer = fetch(site.url + "/openenv/metadata", headers=cookie)
     assert status == 200 and answer["name"] == "procurement_arena"
-    # As on the API: a cookie alone does not authorise an unsafe request (CSRF).
+    # As on the API: a cookie alone does not authorise an unsafe request (CSRF)...
     status, _, answer = fetch(site.url + "/openenv/reset", headers=cookie, body={"seed": 1})
     assert status == 403 and "CSRF" in answer["detail"]
+    # ...with the CSRF token it does (it was a 415: the check tried to parse the JSON body).
+    csrf = {
+        "Cookie": f"sessionid={cookies['sessionid']}; csrftoken={cookies['csrftoken']}",
+        "X-CSRFToken": cookies["csrftoken"],
+    }
+    status, _, answer = fetch(site.url + "/openenv/reset", headers=csrf, body={"seed": 1})
+    assert status == 200 and answer["observation"]["metadata"]["seed"] == 1
     with GenericEnvClient(base_url=site.url + "/openenv", headers=cookie, **TIMEOUTS) as env:
         play_expert(env, "bilateral_cooperative", 2)
     # A page of this site may open it; a page of another site may not (the cookie is ambient).

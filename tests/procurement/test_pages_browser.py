@@ -192,6 +192,32 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
     assert "counter" in page.locator("#timeline tbody tr").nth(1).text_content()
     screenshot(page, "human-seat-1366")
 
+    # Play is disabled while a move is in flight (held here until checked).
+    held = []
+    page.route("**/act/", lambda route: held.append(route))
+    offer("23")
+    page.wait_for_function("document.getElementById('seat-submit').disabled")
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    page.wait_for_function("!document.getElementById('seat-submit').disabled")
+    page.unroute("**/act/")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 3")
+
+    # The same move six times at once on the embedded SQLite: played once.
+    codes = page.evaluate(
+        """async () => {
+          const id = JSON.parse(document.getElementById("episode-page").textContent).episode.id;
+          const action = {action_type: "negotiate", supplier_id: "S01", requirement_id: "R01",
+                          price: 24};
+          const post = () => window.arenaPost(`/api/episodes/${id}/act/`, {step: 3, action});
+          const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(post));
+          return answers.map(([ok, body]) => ok ? 201 : body.next_step);
+        }"""
+    )
+    assert sorted(codes) == [4, 4, 4, 4, 4, 201], codes  # five refused: next_step is 4
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 4")
+
 
 def test_an_escalation_waits_for_someone_other_than_its_starter(page, site) -> None:
     login(page, site, "analyst")
