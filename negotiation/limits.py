@@ -8,25 +8,27 @@ in front of a 500 or of a read that fails later:
 * nesting deeper than ``MAX_JSON_DEPTH``: a deep document exhausts the parser's recursion;
 * a lone surrogate (``"\\ud800"``, legal in JSON text, not in UTF-8): it cannot be encoded,
   so SQLite keeps it inside a JSON column and every response that later carries it fails;
-* a number that is not finite or beyond ``MAX_NUMBER`` in size: ``1e400`` decodes to
-  infinity and a 400-digit integer overflows float arithmetic and 64-bit columns.
+* a number that is not finite or larger than a float holds (``MAX_NUMBER``): ``1e400``
+  decodes to infinity and a 400-digit integer overflows float arithmetic. Smaller numbers
+  out of a field's range (a seed of 10**40) are the serializers' to refuse, by name.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 MAX_SEED = 2**62  # replays re-derive sub-seeds; keeps every derived value in a bigint
 MAX_JSON_DEPTH = 32  # scenario configs nest 4 levels; anything near 32 is an attack
-MAX_NUMBER = 2**63 - 1  # the largest whole number a 64-bit integer (a bigint) holds
+MAX_NUMBER = sys.float_info.max  # larger numbers overflow float arithmetic
 NUL = "\x00"
 NUL_PROBLEM = "NUL characters (\\u0000) are not allowed in any string."
 DEPTH_PROBLEM = f"JSON nested deeper than {MAX_JSON_DEPTH} levels is not allowed."
 SURROGATE_PROBLEM = "Lone surrogate characters (\\ud800 to \\udfff) are not allowed in any string."
-NUMBER_PROBLEM = f"Numbers must be finite and between -{MAX_NUMBER} and {MAX_NUMBER}."
+NUMBER_PROBLEM = f"Numbers must be finite and at most {MAX_NUMBER:.4g} in size."
 
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

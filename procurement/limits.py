@@ -52,7 +52,7 @@ __all__ = [  # re-exported: the app imports every input rule from here
 
 MAX_SEEDS_PER_SWEEP = 10_000
 MAX_SWEEP_CELLS = 20_000
-MAX_ID = MAX_NUMBER  # a bigint primary key: larger numbers overflow the database driver
+MAX_ID = 2**63 - 1  # a bigint primary key: larger numbers overflow the database driver
 MAX_STEP_DELAY = 2.0  # seconds between a live episode's decisions (a worker waits that long)
 LIVE_STEP_DELAY = 0.4  # the pace of "live" in the start form: readable, one row at a time
 
@@ -63,7 +63,7 @@ class JSONInputField(forms.JSONField):
 
     default_error_messages = {
         "invalid": f"Enter valid JSON, free of NUL characters (\\u0000) and lone surrogates, "
-        f"with finite numbers of at most {MAX_NUMBER} in size, nested at most "
+        f"with finite numbers of at most {MAX_NUMBER:.4g} in size, nested at most "
         f"{MAX_JSON_DEPTH} levels."
     }
 
