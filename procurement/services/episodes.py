@@ -18,7 +18,7 @@ from procurement.roles import may_cancel_episode
 from procurement.run_plan import HUMAN_QUEUE
 from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
-from procurement.services.quotas import llm_episode_quota_check
+from procurement.services.quotas import episode_quota_check
 from procurement.services.run_status import cancel_run
 
 
@@ -75,10 +75,11 @@ def episode_create(
         from procurement.services import human_seat
 
         human_seat.seat_check_allowed(plan=plan)
+        episode_quota_check(user=user, plan=plan)
         episode.save()
         human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
         return episode
-    llm_episode_quota_check(user=user, plan=plan)
+    episode_quota_check(user=user, plan=plan)
     episode.save()
     if enqueue:
         dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
