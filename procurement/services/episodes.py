@@ -201,17 +201,26 @@ class ReplayReport:
 
 def episode_replay(*, episode: Episode) -> ReplayReport:
     """Re-run the stored actions through a fresh engine and compare the score; Conflict
-    unless the episode finished."""
+    unless the episode finished.
+
+    It reads what was stored and never runs a model: an LLM buyer's actions are stored,
+    and the suppliers a model played answer from the record (their stored responses,
+    ``negotiation.suppliers.recorded``), so a replay is engine time, inside the request,
+    whoever played. It checks the engine and the record, not the model."""
     from negotiation import ProcurementEnv, load_scenario
+    from negotiation.suppliers.recorded import RecordedReplies
 
     if episode.status != EpisodeStatus.FINISHED:
         raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
-    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
+    replies = RecordedReplies() if episode.run_plan.suppliers_use_llm else None
+    env = ProcurementEnv(load_scenario(episode.scenario_snapshot), llm_backend=replies)
     env.reset(seed=episode.seed)
-    actions = episode.decisions.order_by("step").values_list("action", flat=True)
+    records = episode.decisions.order_by("step").values_list("action", "response", "supplier_actor")
     steps = 0
-    for action in actions.iterator(chunk_size=2000):
+    for action, response, supplier_actor in records.iterator(chunk_size=2000):
+        if replies is not None:
+            replies.expect(response=response, supplier_actor=supplier_actor)
         env.step(action)
         steps += 1
     replayed = env.score().score
