@@ -63,14 +63,17 @@ def episode_create(
     """Create a queued episode and hand it to a worker once the row is committed.
 
     ``seed`` None takes the next free one; ``step_delay`` seconds between decisions pace
-    a live episode for people watching (0: engine speed)."""
+    a live episode for people watching (0: engine speed; see episode_runner: no worker
+    waits through the pause). An episode that uses a language model plays at the model's
+    pace (its step_delay is 0): a paused run's continuation would ask the model again for
+    every stored supplier turn, and the buyer's LLM counts live in one task."""
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
     if seed is None:
         seed = next_free_seed(scenario=scenario, policy=policy)
     episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
-    episode.step_delay = step_delay
     plan = episode.run_plan
+    episode.step_delay = 0.0 if plan.uses_llm else step_delay
     if plan.queue == HUMAN_QUEUE:
         from procurement.services import human_seat
 
