@@ -68,6 +68,14 @@ def test_a_supplier_llm_that_names_no_persona_is_not_llm_work(
     assert started.status_code == 201 and started.json()["queue"] == "cpu"
 
 
+def assert_refused(response, detail: str, limit: int) -> None:
+    """A 429 that says the limit, and that the user holds all of it."""
+    assert response.status_code == 429
+    answer = response.json()
+    assert detail in answer["detail"]
+    assert (answer["limit"], answer["held"]) == (limit, limit)
+
+
 def test_episodes_per_user_are_limited_whatever_the_policy(
     api_client_for, preset, snapshot_counts, settings
 ) -> None:
@@ -79,10 +87,7 @@ def test_episodes_per_user_are_limited_whatever_the_policy(
         assert started.status_code == 201  # queued: no worker takes it inside the test
     before = snapshot_counts()
     refused = analyst.post("/api/episodes/", {**body, "seed": 3}, format="json")
-    assert refused.status_code == 429
-    answer = refused.json()
-    assert "You have 2 episode(s) queued or running; the limit is 2" in answer["detail"]
-    assert (answer["limit"], answer["held"]) == (2, 2)
+    assert_refused(refused, "You have 2 episode(s) queued or running; the limit is 2", 2)
     assert snapshot_counts() == before
     # Other users, and operators' commands (no user), keep their own share.
     other = api_client_for("analyst").post("/api/episodes/", {**body, "seed": 4}, format="json")
@@ -102,10 +107,7 @@ def test_human_seats_per_user_are_limited_apart_from_episodes(
         assert opened.status_code == 201 and opened.json()["status"] == "running"
     before = snapshot_counts()
     refused = analyst.post("/api/episodes/", {**seat, "seed": 3}, format="json")
-    assert refused.status_code == 429
-    answer = refused.json()
-    assert "You have 2 human seat(s) open; the limit is 2" in answer["detail"]
-    assert (answer["limit"], answer["held"]) == (2, 2)
+    assert_refused(refused, "You have 2 human seat(s) open; the limit is 2", 2)
     assert snapshot_counts() == before
     rule = {"scenario": "bilateral_hardball", "policy": "expert", "seed": 4}
     assert analyst.post("/api/episodes/", rule, format="json").status_code == 201

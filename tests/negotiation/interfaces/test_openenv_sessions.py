@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import uvicorn
 from openenv.core import GenericEnvClient
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from negotiation.interfaces.openenv_server import build_app
 from negotiation.interfaces.openenv_sessions import OWNER
-from tests.servers import free_port
+from tests.servers import serve_asgi
 
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
 CREATE = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
@@ -39,22 +37,8 @@ def owned_by_header(app: Any) -> Any:
     return asgi
 
 
-@contextlib.contextmanager
-def serve(max_sessions: int, **limits: Any) -> Iterator[str]:
-    port = free_port()
-    app = owned_by_header(build_app(max_sessions, **limits))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, name=f"openenv-{port}", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
+def serve(max_sessions: int, **limits: Any) -> contextlib.AbstractContextManager[str]:
+    return serve_asgi(owned_by_header(build_app(max_sessions, **limits)))
 
 
 def client(host: str, owner: str | None = None) -> GenericEnvClient:
