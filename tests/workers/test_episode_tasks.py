@@ -191,3 +191,32 @@ def test_paced_episodes_hold_no_worker_while_they_wait() -> None:
         episode.refresh_from_db()
         assert episode.status == EpisodeStatus.CANCELLED
         assert Decision.objects.filter(episode=episode).count() == episode.steps
+
+
+@pytest.mark.celery_worker
+def test_a_paced_episode_waits_by_countdown_on_celery_not_in_a_worker(
+    celery_worker_process,
+) -> None:
+    from workers.celery_app import app
+
+    scenarios, policies = seeded()
+    world = {"scenario": scenarios["medium_adversarial"], "policy": policies["expert"]}
+    episode = episode_create(**world, seed=6, step_delay=MAX_STEP_DELAY)
+
+    def continuation_scheduled() -> bool:
+        scheduled = app.control.inspect(timeout=0.5).scheduled() or {}
+        return any(
+            list(entry["request"]["args"]) == [episode.pk, 1]  # the same claim, later
+            for entries in scheduled.values()
+            for entry in entries
+        )
+
+    try:
+        _wait_until(continuation_scheduled, what="a continuation waiting for its countdown")
+    finally:
+        episode_cancel(episode=episode)
+    _wait_until(
+        lambda: not continuation_scheduled(), what="the cancelled episode's continuation ending"
+    )
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.CANCELLED and episode.attempts == 1
