@@ -46,7 +46,7 @@ from ..action_spec import ACTION_TYPES, FIELD_SPECS, MAX_MESSAGE, MAX_QUANTITY
 from ..actions import FIELDS
 from ..config import TIERS
 from ..limits import InputError, decode_json, json_problem
-from .openenv_sessions import ASGIApp, OwnedSessionServer, SessionGuard
+from .openenv_sessions import ASGIApp, OwnedSessionServer, SessionGuard, buffered_body
 from .session import CURRICULUM_MODES, DEFAULT_SCENARIO, SessionError, TrainingSession, rule_presets
 
 ENV_NAME = "procurement_arena"
@@ -303,13 +303,9 @@ class InputGate:
         return gated
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        chunks, message = [], {"more_body": True}
-        while message.get("more_body"):
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunks.append(message.get("body", b""))
-        body = b"".join(chunks)
+        body, replay = await buffered_body(receive)
+        if body is None:
+            return  # the client went away
         try:
             problem = json_problem(json.loads(body)) if body else None
         except (ValueError, RecursionError):
@@ -317,15 +313,6 @@ class InputGate:
         if problem:
             response = JSONResponse({"detail": str(problem)}, status_code=400)
             return await response(scope, receive, send)
-        replayed = False
-
-        async def replay() -> dict:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         return await self.app(scope, replay, send)
 
 

@@ -166,11 +166,11 @@ class SessionGuard:
             self._limit(owner)
 
     async def _admit_mcp_call(self, receive: Receive, owner: str | None) -> Receive:
-        body, receive = await _buffered(receive)
+        body, receive = await buffered_body(receive)
         try:
-            call = json.loads(body)
-        except ValueError:
-            return receive  # the package answers a parse error
+            call = json.loads(body or b"")
+        except (ValueError, RecursionError):
+            return receive  # the package answers a parse error (or the client left)
         if isinstance(call, dict):
             params = call.get("params")
             session_id = params.get("session_id") if isinstance(params, dict) else None
@@ -193,13 +193,14 @@ class SessionGuard:
             raise _Refused(403, CLOSE_NOT_YOURS, "FORBIDDEN", body)
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The request's body, and a receive that hands it to the app again."""
+async def buffered_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """An HTTP request's whole body (None: the client went away first), and a receive
+    that hands it to the app again."""
     chunks, more = [], True
     while more:
         message = await receive()
         if message["type"] != "http.request":
-            break
+            return None, receive
         chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
     body = b"".join(chunks)

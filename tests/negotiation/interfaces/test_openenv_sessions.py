@@ -152,3 +152,14 @@ def test_a_session_opened_over_http_and_left_ends_at_a_later_request() -> None:
         assert "result" in mcp(host, CREATE)[1]
         assert "at capacity" in mcp(host, CREATE)[1]["error"]["message"]  # it is held ...
         eventually(lambda: "result" in mcp(host, CREATE)[1], "the abandoned session ending")
+
+
+def test_a_call_too_deep_to_read_gets_the_packages_parse_error_not_a_500() -> None:
+    with serve(2, per_owner=1) as host:
+        request = urllib.request.Request(
+            f"http://{host}/mcp",
+            data=b"[" * 100_000 + b"]" * 100_000,
+            headers={"Content-Type": "application/json", "X-Owner": "alice"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert json.loads(response.read())["error"]["code"] == -32700  # parse error
