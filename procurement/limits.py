@@ -53,7 +53,7 @@ __all__ = [  # re-exported: the app imports every input rule from here
 MAX_SEEDS_PER_SWEEP = 10_000
 MAX_SWEEP_CELLS = 20_000
 MAX_ID = 2**63 - 1  # a bigint primary key: larger numbers overflow the database driver
-MAX_STEP_DELAY = 2.0  # seconds between a live episode's decisions (a worker waits that long)
+MAX_STEP_DELAY = 2.0  # seconds between a live episode's decisions (no worker waits them)
 LIVE_STEP_DELAY = 0.4  # the pace of "live" in the start form: readable, one row at a time
 
 

@@ -4,7 +4,10 @@ A request or WebSocket under the prefix is authenticated exactly as the API does
 DRF authentication classes: HTTP Basic with the axes lockout, or the session cookie with
 CSRF on unsafe HTTP methods: the ``csrftoken`` cookie's value in ``X-CSRFToken``), must
 hold the analyst role (who may run episodes), and is then handed to the OpenEnv app with
-``root_path`` set to the prefix. Everything else goes to the wrapped app untouched.
+``root_path`` set to the prefix. Everything else goes to the wrapped app untouched. The
+sessions a request opens are its user's: at most OPENENV_MAX_SESSIONS_PER_USER at once,
+each ended after OPENENV_SESSION_IDLE_SECONDS without a call
+(``negotiation.interfaces.openenv_sessions``).
 
 Refusals: HTTP gets DRF's status and JSON body (401 with a Basic challenge, 403, or 429
 with Retry-After); a WebSocket is accepted, told why in the package's error frame (so
@@ -144,12 +147,16 @@ class OpenEnvMount:
             await send({"type": "websocket.close"})
             return
         try:
-            await authenticate(scope)
+            user = await authenticate(scope)
             app = await self._openenv_app()
         except Refusal as refusal:
             return await self._refuse(scope, receive, send, refusal)
+        from negotiation.interfaces.openenv_sessions import OWNER  # loaded with the app
+
         # Per the ASGI spec the path stays whole; root_path says where the app is mounted.
-        scope = {**scope, "root_path": scope.get("root_path", "") + PREFIX}
+        # The sessions the request opens are the user's.
+        root_path = scope.get("root_path", "") + PREFIX
+        scope = {**scope, "root_path": root_path, OWNER: f"user:{user.pk}"}
         return await app(scope, receive, send)
 
     async def _openenv_app(self) -> ASGIApp:
@@ -188,4 +195,8 @@ class OpenEnvMount:
 def _build_openenv_app() -> ASGIApp:
     from negotiation.interfaces.openenv_server import build_app
 
-    return build_app(settings.OPENENV_MAX_SESSIONS)
+    return build_app(
+        settings.OPENENV_MAX_SESSIONS,
+        per_owner=settings.OPENENV_MAX_SESSIONS_PER_USER,
+        idle_s=settings.OPENENV_SESSION_IDLE_SECONDS,
+    )

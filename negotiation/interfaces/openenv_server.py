@@ -38,7 +38,6 @@ from openenv.core.env_server import (
     Environment,
     Observation,
     State,
-    create_app,
 )
 from openenv.core.env_server.types import EnvironmentMetadata, WSErrorCode, WSErrorResponse
 from pydantic import ConfigDict, Field, create_model
@@ -47,6 +46,7 @@ from ..action_spec import ACTION_TYPES, FIELD_SPECS, MAX_MESSAGE, MAX_QUANTITY
 from ..actions import FIELDS
 from ..config import TIERS
 from ..limits import InputError, decode_json, json_problem
+from .openenv_sessions import ASGIApp, OwnedSessionServer, SessionGuard, buffered_body
 from .session import CURRICULUM_MODES, DEFAULT_SCENARIO, SessionError, TrainingSession, rule_presets
 
 ENV_NAME = "procurement_arena"
@@ -303,13 +303,9 @@ class InputGate:
         return gated
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        chunks, message = [], {"more_body": True}
-        while message.get("more_body"):
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunks.append(message.get("body", b""))
-        body = b"".join(chunks)
+        body, replay = await buffered_body(receive)
+        if body is None:
+            return  # the client went away
         try:
             problem = json_problem(json.loads(body)) if body else None
         except (ValueError, RecursionError):
@@ -317,15 +313,6 @@ class InputGate:
         if problem:
             response = JSONResponse({"detail": str(problem)}, status_code=400)
             return await response(scope, receive, send)
-        replayed = False
-
-        async def replay() -> dict:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         return await self.app(scope, replay, send)
 
 
@@ -333,20 +320,27 @@ async def _session_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=400)
 
 
-def build_app(max_sessions: int) -> FastAPI:
-    """The OpenEnv FastAPI app: HTTP /reset /step /state /schema /metadata /health and
-    WebSocket /ws, at most ``max_sessions`` sessions at once (the package refuses the
-    next with CAPACITY_REACHED)."""
+def build_app(
+    max_sessions: int, *, per_owner: int | None = None, idle_s: float | None = None
+) -> ASGIApp:
+    """The OpenEnv app: HTTP /reset /step /state /schema /metadata /health and WebSocket
+    /ws, at most ``max_sessions`` sessions at once (the package refuses the next with
+    CAPACITY_REACHED), ``per_owner`` of them per owner and each ended after ``idle_s``
+    seconds without a call (``openenv_sessions``; None: no such limit)."""
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be a whole number >= 1, not {max_sessions!r}.")
-    app = create_app(
+    app = FastAPI(title="Procurement Arena (OpenEnv)")
+    server = OwnedSessionServer(
         ProcurementOpenEnv,
         ArenaAction,
         ArenaObservation,
+        max_sessions=max_sessions,
+        per_owner=per_owner,
+        idle_s=idle_s,
         env_name=ENV_NAME,
-        max_concurrent_envs=max_sessions,
         state_cls=ArenaState,
     )
+    server.register_routes(app)
     app.add_exception_handler(SessionError, _session_error)
     app.add_middleware(InputGate)
-    return app
+    return SessionGuard(app, server)

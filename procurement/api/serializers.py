@@ -198,7 +198,8 @@ class EpisodeCreateSerializer(serializers.Serializer):
         max_value=MAX_STEP_DELAY,
         default=0,
         help_text="Seconds between decisions: 0 plays at engine speed, more paces a live "
-        "episode for watching.",
+        "episode for watching. An episode that uses a language model plays at the model's "
+        "pace (0).",
     )
 
 

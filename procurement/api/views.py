@@ -278,7 +278,8 @@ class EpisodeViewSet(
     @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
-        """Re-run the stored actions through a fresh engine and compare the score."""
+        """Re-run the stored actions through a fresh engine and compare the score. No
+        model runs: suppliers a model played answer from the stored record."""
         report = episode_services.episode_replay(episode=self.get_object())
         return Response(s.ReplaySerializer(report).data)
 

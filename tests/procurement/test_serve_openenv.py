@@ -56,7 +56,8 @@ def test_serve_openenv_serves_health_and_holds_its_session_limit(tmp_path: Path)
     # uvicorn shuts down cleanly on SIGTERM, then re-raises the signal.
     assert proc.returncode in (0, -signal.SIGTERM), output
     assert "Finished server process" in output
-    assert f"OpenEnv on http://127.0.0.1:{port} (ws /ws), at most 1 sessions." in output
+    assert f"OpenEnv on http://127.0.0.1:{port} (ws /ws), at most 1 sessions, each" in output
+    assert "ended after 600 s without a call." in output
 
 
 @pytest.mark.parametrize(

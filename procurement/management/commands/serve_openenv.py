@@ -53,5 +53,9 @@ class Command(BaseCommand):
             self.stderr.write(
                 f"Warning: serving on {host} without a login; anyone who reaches it can play."
             )
-        self.stdout.write(f"OpenEnv on http://{host}:{port} (ws /ws), at most {limit} sessions.")
-        uvicorn.run(build_app(limit), host=host, port=port, log_level="info")
+        self.stdout.write(
+            f"OpenEnv on http://{host}:{port} (ws /ws), at most {limit} sessions, each "
+            f"ended after {settings.OPENENV_SESSION_IDLE_SECONDS:g} s without a call."
+        )
+        app = build_app(limit, idle_s=settings.OPENENV_SESSION_IDLE_SECONDS)
+        uvicorn.run(app, host=host, port=port, log_level="info")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -14,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from openenv.core import GenericEnvClient
 from websockets.sync.client import connect
 
@@ -23,7 +21,7 @@ from negotiation.interfaces.openenv_server import build_app
 from negotiation.interfaces.session import TrainingSession
 from negotiation.limits import MAX_SEED
 from negotiation.policies import get_policy
-from tests.servers import free_port
+from tests.servers import serve_asgi
 
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
 
@@ -31,21 +29,8 @@ TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
 @contextlib.contextmanager
 def serve(max_sessions: int) -> Iterator[str]:
     """uvicorn serving build_app() in a thread; always shut down, never left hanging."""
-    port = free_port()
-    config = uvicorn.Config(build_app(max_sessions), host="127.0.0.1", port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"openenv-{port}", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        assert not thread.is_alive(), "uvicorn did not stop"
+    with serve_asgi(build_app(max_sessions)) as host:
+        yield f"http://{host}"
 
 
 @pytest.fixture(scope="module")
