@@ -113,3 +113,13 @@ AXES_VERBOSE = False  # no banner on every manage.py run; failures are still log
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- request bodies ------------------------------------------------------------------
+# The most one request (or WebSocket message) may send, refused with 413 at the ASGI edge
+# before anything reads or authenticates it (procurement.body_limit). The largest
+# legitimate body, a scenario config with 1,000 catalogue items and 60 named suppliers at
+# their longest, is 0.6 MB (indented); the default is Django's own 2.5 MB.
+REQUEST_BODY_MAX_BYTES = env.int("REQUEST_BODY_MAX_BYTES", default=2_621_440)
+if REQUEST_BODY_MAX_BYTES < 1024:
+    raise ImproperlyConfigured("REQUEST_BODY_MAX_BYTES must be at least 1024.")
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES  # Django's own check agrees (test client)
