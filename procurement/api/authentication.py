@@ -22,11 +22,11 @@ from axes.helpers import get_cool_off, get_lockout_message
 from drf_spectacular.authentication import BasicScheme
 from rest_framework import exceptions
 from rest_framework.authentication import BasicAuthentication, get_authorization_header
+from rest_framework.permissions import SAFE_METHODS
 
 from procurement.login_budget import refusal_wait
 from procurement.origins import trusted_origin
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})  # as Django's CSRF check
 BUDGET_MESSAGE = "Too many failed logins from your address; try again in {wait} seconds."
 
 
@@ -35,7 +35,7 @@ class LockoutBasicAuthentication(BasicAuthentication):
         if (
             request.method not in SAFE_METHODS
             and "HTTP_ORIGIN" in request.META
-            and get_authorization_header(request).split()[:1] == [b"Basic"]
+            and get_authorization_header(request)[:6].lower() == b"basic "
             and not trusted_origin(request._request)
         ):
             origin = request.META["HTTP_ORIGIN"]
