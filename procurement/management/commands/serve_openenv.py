@@ -3,6 +3,7 @@ import argparse
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from procurement.body_limit import BodyLimit
 from procurement.management import arguments
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -54,4 +55,7 @@ class Command(BaseCommand):
                 f"Warning: serving on {host} without a login; anyone who reaches it can play."
             )
         self.stdout.write(f"OpenEnv on http://{host}:{port} (ws /ws), at most {limit} sessions.")
-        uvicorn.run(build_app(limit), host=host, port=port, log_level="info")
+        # The same cap on bodies and messages as the main site (uvicorn streams bodies to
+        # the app, so the middleware alone keeps them out).
+        app = BodyLimit(build_app(limit))
+        uvicorn.run(app, host=host, port=port, log_level="info")
