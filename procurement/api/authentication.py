@@ -4,8 +4,8 @@ of other sites.
 DRF's BasicAuthentication already reports each failure to axes (``authenticate`` sends
 ``user_login_failed``), and axes refuses locked-out credentials; but DRF would answer both
 with the same 401 as a mistyped password. A locked-out client is told so, and for how long:
-axes' cool-off, or the rest of the minute when its address used up its budget of failed
-checks (procurement.login_budget).
+axes' cool-off, or until its address has a failed check to spare again
+(procurement.login_budget).
 
 A browser that once answered the Basic challenge sends those credentials with every
 request to the site, a form another site posts included, so Basic credentials are as
