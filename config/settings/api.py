@@ -41,6 +41,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
+# The most training records one GET /api/datasets/export/ streams (a record holds the
+# LLM buyer's prompt twice: up to about 25 kB); the rest come by its Link rel="next".
+# manage.py export_dataset is not limited.
+DATASET_EXPORT_MAX_RECORDS = env.int("DATASET_EXPORT_MAX_RECORDS", default=1000)
+if DATASET_EXPORT_MAX_RECORDS < 1:
+    raise ImproperlyConfigured("DATASET_EXPORT_MAX_RECORDS must be at least 1.")
+
 # --- OpenEnv (/openenv/ and manage.py serve_openenv) ------------------------------------
 # WebSocket sessions at once, one environment each; the next is refused CAPACITY_REACHED.
 OPENENV_MAX_SESSIONS = env.int("OPENENV_MAX_SESSIONS", default=64)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import django_filters
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -388,6 +389,18 @@ class DatasetViewSet(viewsets.ViewSet):
             OpenApiParameter(
                 "min_score", float, description="Only episodes that scored at least this (0-1)."
             ),
+            OpenApiParameter(
+                "limit",
+                int,
+                description="At most this many records (default and ceiling: "
+                "DATASET_EXPORT_MAX_RECORDS, 1000 unless configured).",
+            ),
+            OpenApiParameter(
+                "after",
+                str,
+                description="EPISODE:STEP: the page after this step, as the previous "
+                'page\'s Link rel="next" has it.',
+            ),
         ],
         responses={
             (200, "application/x-ndjson"): s.DatasetRecordSerializer,
@@ -400,13 +413,16 @@ class DatasetViewSet(viewsets.ViewSet):
         episode that passes the filters (episodes with LLM suppliers are left out: their
         steps cannot be replayed): ``messages`` for SFT, ``prompt`` + ``completion`` for
         GRPO, the step's reward, the episode's score and ids. The same records as
-        ``manage.py export_dataset``."""
+        ``manage.py export_dataset``, a page at a time: when more are left, the
+        ``Link`` header has the next page's URL (``rel="next"``)."""
         params = request.query_params
         export = dataset_services.dataset_export(
             format=params.get("format", "jsonl"),
             scenarios=params.getlist("scenario"),
             policies=params.getlist("policy"),
             min_score=params.get("min_score"),
+            after=params.get("after"),
+            limit=params.get("limit") or settings.DATASET_EXPORT_MAX_RECORDS,
         )
         lines = export.lines()
         response = StreamingHttpResponse(
@@ -414,6 +430,12 @@ class DatasetViewSet(viewsets.ViewSet):
             content_type=dataset_services.CONTENT_TYPES[export.format],
         )
         response["Content-Disposition"] = f'attachment; filename="dataset.{export.format}"'
+        if export.next_after is not None:
+            episode_id, step = export.next_after
+            query = params.copy()
+            query["after"] = f"{episode_id}:{step}"
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode(safe=':')}")
+            response["Link"] = f'<{next_url}>; rel="next"'
         return response
 
 

@@ -17,17 +17,24 @@ from procurement.selectors.approvals import (
 )
 
 OVERVIEW_GROUP = "overview"
-SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
+# The most decisions one stream message carries (about 1 kB each): the snapshot's latest
+# on connect, or one page of a resume. Older ones come from the API, in pages.
+STREAM_PAGE = 200
 
 
 def decision_payload(decision: Decision) -> dict[str, Any]:
     return {f: getattr(decision, f) for f in Decision.STORED_FIELDS}
 
 
-def decisions_after(*, episode_id: int, step: int, limit: int = 5000) -> list[dict[str, Any]]:
-    """The stored decisions after ``step`` (the catch-up of a reconnecting client)."""
+def decisions_after(*, episode_id: int, step: int) -> tuple[list[dict[str, Any]], int | None]:
+    """One page of the stored decisions after ``step`` (the catch-up of a reconnecting
+    client), at most STREAM_PAGE, and the step to resume after for the next page (None:
+    nothing more is stored)."""
     rows = Decision.objects.filter(episode_id=episode_id, step__gt=step).order_by("step")
-    return [decision_payload(d) for d in rows[:limit]]
+    page = [decision_payload(d) for d in rows[: STREAM_PAGE + 1]]
+    if len(page) > STREAM_PAGE:
+        return page[:STREAM_PAGE], page[STREAM_PAGE - 1]["step"]
+    return page, None
 
 
 PHASE_TEXT = {LOADING_MODEL: "loading model", THINKING: "thinking"}
@@ -94,7 +101,7 @@ def episode_snapshot(*, episode_id: int) -> tuple[str, dict[str, Any]]:
     episode = Episode.objects.filter(pk=episode_id).first()
     if episode is None:
         raise NotFound(f"No episode {episode_id}.")
-    latest = list(episode.decisions.order_by("-step")[:SNAPSHOT_DECISIONS])
+    latest = list(episode.decisions.order_by("-step")[:STREAM_PAGE])
     return episode.group_name, {
         "type": "episode.snapshot",
         "episode": episode_payload(episode),

@@ -41,7 +41,7 @@ from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.services.episodes import episode_create
 from procurement.services.evaluations import evaluation_create
 from procurement.services.sweeps import sweep_create
-from tests.websockets import ORIGIN, refused_code
+from tests.websockets import HOST, ORIGIN, refused_code
 
 NUL = "\u0000"
 DEEP = "[" * 100_000  # the decoder's recursion, not the depth rule, gives up first
@@ -271,7 +271,7 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
         routes.append(paths[params[0]] if params else "/" + str(pattern.pattern))
     try:
         for path in routes:
-            communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, cookie])
+            communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, HOST, cookie])
             connected, _ = await communicator.connect()
             assert connected, path
             await communicator.receive_json_from()  # the snapshot
@@ -504,7 +504,7 @@ async def _stream_reads(client: Client, episode_id: int) -> list[str]:
     """The first decision's message, from the episode stream's snapshot and a resume."""
     cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
     path = f"/ws/episodes/{episode_id}/"
-    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, cookie])
+    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, HOST, cookie])
     try:
         assert (await communicator.connect())[0]
         snapshot = await communicator.receive_json_from(timeout=5)

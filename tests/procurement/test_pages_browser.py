@@ -5,6 +5,7 @@ data/screenshots/ as artifacts."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -241,3 +242,52 @@ def test_an_escalation_waits_for_someone_other_than_its_starter(page, site) -> N
     escalation = page.locator("#timeline tbody tr", has_text="escalate").first
     assert "approved by ops" in escalation.text_content()
     assert "Approved by ops (ops)." in page.locator("#approval-log").text_content()
+
+
+LONG_EPISODE = """
+import os
+from pathlib import Path
+from negotiation import load_scenario
+from procurement.models import PolicyConfig
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
+from procurement.services.scenarios import scenario_create
+config = {**load_scenario("easy_negotiation").model_dump(), "weeks": 104,
+          "actions_per_week": 12, "max_steps": 2000}
+scenario = scenario_create(name="long_random", config=config)
+policy = PolicyConfig.objects.get(name="random")
+episode = episode_create(scenario=scenario, policy=policy, seed=1, enqueue=False)
+episode_run(episode_id=episode.pk, live_updates=False)
+Path(os.environ["DATA_DIR"], "long_episode").write_text(str(episode.pk))
+"""
+
+
+def test_a_long_episode_fills_in_page_by_page_after_a_reconnect(page, site) -> None:
+    # The stream answers a resume 200 decisions at a time: the page asks for each page.
+    site.shell(LONG_EPISODE)  # 543 decisions
+    episode_id = (site.data_dir / "long_episode").read_text()
+    login(page, site, "analyst")
+    first = page.request.get(f"{site.url}/api/episodes/{episode_id}/decisions/?page_size=10")
+    connections = []
+
+    def stream(ws) -> None:
+        server = ws.connect_to_server()
+        connections.append(ws)
+        if len(connections) > 1:
+            return  # the reconnect: everything passes
+
+        def snapshot(message: str) -> None:  # the first: as if only 10 had been stored
+            sent = {**json.loads(message), "decisions": first.json()["results"]}
+            ws.send(json.dumps(sent))
+            ws.close()  # the page reconnects and resumes after step 9
+            server.close()
+
+        server.on_message(snapshot)
+
+    page.route_web_socket(re.compile(r"/ws/episodes/"), stream)
+    page.goto(f"{site.url}/episodes/{episode_id}/")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 543")
+    steps = page.locator("#timeline tbody tr").evaluate_all(
+        "rows => rows.map(r => +r.dataset.step)"
+    )
+    assert steps == list(range(543)) and len(connections) == 2

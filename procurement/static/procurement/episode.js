@@ -305,15 +305,19 @@
   window.arenaSocket(`/ws/episodes/${episode.id}/`, {
     status: $("live-status"),
     onOpen(socket) { if (!first) socket.send(JSON.stringify({ type: "resume", after_step: lastStep })); first = false; },
-    onMessage(message) {
+    onMessage(message, socket) {
       if (message.type === "episode.snapshot") {
+        const fresh = decisions.size === 0; // after a reconnect, the resume fills the gap
         showEpisode(message.episode);
         addDecisions(message.decisions);
-        if (message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
+        if (fresh && message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
         if (!message.decisions.length) select(-1);
         (message.approvals || []).forEach(showApproval);
-      } else if (message.type === "episode.decisions") addDecisions(message.decisions);
-      else if (message.type === "episode.status") showEpisode(message.episode);
+      } else if (message.type === "episode.decisions") {
+        addDecisions(message.decisions);
+        // A resume answers one page at a time: ask for the next until caught up.
+        if (message.next_after_step != null) socket.send(JSON.stringify({ type: "resume", after_step: message.next_after_step }));
+      } else if (message.type === "episode.status") showEpisode(message.episode);
       else if (message.type === "episode.waiting") showWaiting(message.waiting);
       else if (message.type === "episode.approval") showApproval(message.approval);
     },
