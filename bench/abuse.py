@@ -299,17 +299,19 @@ def probe_seat_moves(server: Server, report: Report, episode_id: int | None) -> 
 
 
 def probe_openenv(server: Server, report: Report, *, calls: int) -> None:
-    """``calls`` plain HTTP resets by one user, then a WebSocket session by another."""
+    """``calls`` OpenEnv sessions created over plain HTTP (MCP ``session/create``) by one
+    user and never used again, then a WebSocket session by another user."""
     codes = []
     carol = Client(server.url)  # Basic auth: how a script reaches OpenEnv
+    create = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
     started = time.monotonic()
     for _ in range(calls):
-        body = {"scenario": "bilateral"}
-        codes.append(carol.call("POST", "/openenv/reset", body=body, headers=basic("carol"))[0])
+        code, reply = carol.json("POST", "/openenv/mcp", body=create, headers=basic("carol"))
+        codes.append(code if isinstance(reply, dict) and "result" in reply else -code)
     report.add(
-        f"plain HTTP OpenEnv resets by one user ({calls})",
-        statuses(codes),
-        f"in {time.monotonic() - started:.1f} s",
+        f"OpenEnv sessions one user holds after {calls} HTTP creates",
+        sum(code > 0 for code in codes),
+        f"in {time.monotonic() - started:.1f} s ({statuses(codes)}; < 0: refused)",
     )
 
     async def session() -> str:
