@@ -7,6 +7,11 @@ metrics. A refactor that must not change play keeps every line identical:
     python bench/fingerprint.py --seeds 30 > before.txt   # on the old commit
     python bench/fingerprint.py --seeds 30 > after.txt    # on the new one
     diff before.txt after.txt
+
+Families (``--families``, as in bench/quality.py): ``rule`` the presets, ``field`` the
+bilateral preset against each field persona (where negmas is installed), ``mixed`` each
+preset with every supplier's tactics re-drawn after reset as quality.py's held-out mixed
+family does (cells ``mixed:<preset>``; not in the default, whose lines stay comparable).
 """
 
 from __future__ import annotations
@@ -15,11 +20,23 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import random
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from negotiation import ScenarioConfig, list_policies, list_presets, load_scenario, run_episode
+from quality import regenerate_tactics
+
+from negotiation import (
+    ProcurementEnv,
+    ScenarioConfig,
+    get_policy,
+    list_policies,
+    list_presets,
+    load_scenario,
+    run_episode,
+)
 from negotiation.config import FIELD_PERSONAS
+from negotiation.runner import episode_metrics, record_step
 
 # Policies that need a person or a model to move are not part of the engine's play.
 NOT_RULE = {"llm", "human"}
@@ -31,9 +48,31 @@ def _scenario(cell: str) -> ScenarioConfig:
     return load_scenario(preset, persona=persona) if persona else load_scenario(preset)
 
 
+def _mixed_episode(preset: str, policy: str, seed: int) -> tuple[list, float, dict]:
+    """run_episode's play with every supplier's tactics re-drawn right after reset, with
+    bench/quality.py's draw and seed: (steps, score, metrics)."""
+    pol = get_policy(policy, seed=seed)
+    pol.reset(seed)
+    env = ProcurementEnv(load_scenario(preset))
+    obs = env.reset(seed=seed)
+    regenerate_tactics(env, random.Random(seed * 7919 + 17))
+    steps = []
+    while not env.done:
+        res, rec = record_step(env, pol.act(obs))
+        steps.append(rec)
+        obs = res.observation
+    sc = env.score()
+    return steps, sc.score, episode_metrics(sc.metrics, pol)
+
+
 def _episode_digest(task: tuple[str, str, int]) -> tuple[str, str, int, str]:
-    preset, policy, seed = task
-    res = run_episode(_scenario(preset), policy, seed=seed)
+    cell, policy, seed = task
+    family, _, preset = cell.rpartition(":")
+    if family == "mixed":
+        played, score, metrics = _mixed_episode(preset, policy, seed)
+    else:
+        res = run_episode(_scenario(cell), policy, seed=seed)
+        played, score, metrics = res.steps, res.score, res.metrics
     steps = [
         [
             s.action,
@@ -43,18 +82,19 @@ def _episode_digest(task: tuple[str, str, int]) -> tuple[str, str, int, str]:
             round(s.reward, 12),
             round(s.running_score, 12),
         ]
-        for s in res.steps
+        for s in played
     ]
-    body = json.dumps(
-        [steps, round(res.score, 12), res.metrics], sort_keys=True, default=repr
-    ).encode()
-    return preset, policy, seed, hashlib.sha256(body).hexdigest()
+    body = json.dumps([steps, round(score, 12), metrics], sort_keys=True, default=repr).encode()
+    return cell, policy, seed, hashlib.sha256(body).hexdigest()
 
 
-def _default_cells() -> list[str]:
-    cells = list_presets(include_llm=False)
-    if importlib.util.find_spec("negmas") is not None:
+def _default_cells(families: list[str]) -> list[str]:
+    presets = list_presets(include_llm=False)
+    cells = list(presets) if "rule" in families else []
+    if "field" in families and importlib.util.find_spec("negmas") is not None:
         cells += [f"bilateral@{p}" for p in FIELD_PERSONAS]
+    if "mixed" in families:
+        cells += [f"mixed:{p}" for p in presets]
     return cells
 
 
@@ -63,13 +103,17 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=30, help="seeds 0..N-1 per cell (30)")
     ap.add_argument("--workers", type=int, default=2, help="processes (2)")
     ap.add_argument(
+        "--families", default="rule,field", help="rule, field, mixed (default rule,field)"
+    )
+    ap.add_argument(
         "--presets",
         default="",
-        help="comma-separated cells, preset or preset@persona (every rule preset, and "
-        "bilateral against each field persona where negmas is installed)",
+        help="comma-separated cells, preset, preset@persona or mixed:preset (default: "
+        "those of --families)",
     )
     args = ap.parse_args()
-    presets = args.presets.split(",") if args.presets else _default_cells()
+    families = [f for f in args.families.split(",") if f]
+    presets = args.presets.split(",") if args.presets else _default_cells(families)
     policies = [p for p in list_policies() if p not in NOT_RULE]
     tasks = [(pr, po, s) for pr in presets for po in policies for s in range(args.seeds)]
     t0 = time.perf_counter()

@@ -78,7 +78,10 @@ def _num(a: dict, key: str) -> float:
     t = type(v)
     if t is not float and t is not int:
         raise ActionError("wrong_type", f"Field '{key}' must be a number.", True)
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an int of hundreds of digits
+        v = math.inf
     if not math.isfinite(v):
         raise ActionError("invalid_number", f"Field '{key}' must be a finite number.", True)
     return v

@@ -54,6 +54,8 @@ DISRUPTION_KINDS: tuple[str, ...] = (
     "quality_scandal",
 )
 TIERS: tuple[str, ...] = ("novice", "apprentice", "practitioner", "expert", "master")
+# The service's roles, lowest first (procurement.roles orders them from this declaration).
+ApproverRole = Literal["analyst", "ops", "admin"]
 
 
 class ScenarioValidationError(ValueError):
@@ -305,6 +307,25 @@ class ScenarioConfig(BaseModel):
         ge=10,
         le=86_400,
         description="Seconds a human approver has; after that the rule answers.",
+    )
+    escalation_approver_role: ApproverRole = Field(
+        default="ops",
+        description=(
+            "With escalation_approver human: the lowest role that may answer an escalation "
+            "(analyst < ops < admin). Never the person who started the run, whatever their role."
+        ),
+    )
+    escalation_approval_above: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1e12,
+        description=(
+            "With escalation_approver human: a person answers only escalations with more than "
+            "this much money at stake; the rule answers the others at once. In the scenario's "
+            "money (the units of prices, budget and pr_threshold). At stake: an escalated PR's "
+            "amount; on a thread, the supplier's standing counter x the quantity still needed. "
+            "0 = a person answers every escalation."
+        ),
     )
     quote_validity_weeks: int = Field(
         default=1,

@@ -129,17 +129,24 @@ class EpisodeConsumer(LiveStreamConsumer):
 
     async def resume(self, message: dict) -> None:
         """After a reconnect: the decisions after the client's last step, in order, so
-        that nothing is missed and nothing is sent twice."""
+        that nothing is missed and nothing is sent twice; one page (live.STREAM_PAGE) per
+        message. ``next_after_step`` says where the next page starts (the client resumes
+        after it), null when the client has caught up."""
         after = message.get("after_step")
         if isinstance(after, bool) or not isinstance(after, int) or after < -1:
             await self.send_error('"after_step" must be a whole number, -1 for all.')
             return
         episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
-        decisions = await database_sync_to_async(live.decisions_after)(
+        decisions, next_after = await database_sync_to_async(live.decisions_after)(
             episode_id=episode_id, step=after
         )
         await self.send_json(
-            {"type": "episode.decisions", "episode": episode_id, "decisions": decisions}
+            {
+                "type": "episode.decisions",
+                "episode": episode_id,
+                "decisions": decisions,
+                "next_after_step": next_after,
+            }
         )
 
 

@@ -45,8 +45,10 @@ class LocalRunner(Protocol):
         kwargs: dict | None = None,
         *,
         queue: str | None = None,
+        countdown: float = 0.0,
     ) -> None:
-        """Run the task called ``name`` in a worker thread of ``queue``'s lane."""
+        """Run the task called ``name`` in a worker thread of ``queue``'s lane (after
+        ``countdown`` seconds, during which no thread waits for it)."""
 
     def run_refs(self) -> set[RunRef]:
         """The runs queued or running here."""
@@ -80,8 +82,10 @@ def producer() -> Celery:
     return app
 
 
-def enqueue(name: str, *args: Any, queue: str | None = None) -> None:
-    """Send the task ``name`` after the current transaction commits, so it finds its rows.
+def enqueue(name: str, *args: Any, queue: str | None = None, countdown: float = 0.0) -> None:
+    """Send the task ``name`` after the current transaction commits, so it finds its rows;
+    it runs ``countdown`` seconds later (a Celery countdown, or the in-process runner's
+    timer: either way no worker waits meanwhile).
 
     A broker that is down does not fail the caller: the run is committed and queued, and
     the reconciler sends its task once the broker is back (publishing gives up within
@@ -95,9 +99,11 @@ def enqueue(name: str, *args: Any, queue: str | None = None) -> None:
             if runner is None:
                 log.warning("no in-process runner here: %s%r left for the reconciler", name, args)
             else:
-                runner.submit(name, args, queue=queue)
+                runner.submit(name, args, queue=queue, countdown=countdown)
             return
-        options = {"queue": queue} if queue else {}
+        options: dict[str, Any] = {"queue": queue} if queue else {}
+        if countdown > 0:
+            options["countdown"] = countdown
         try:
             # No result is stored: sending needs the broker alone (a result backend would
             # subscribe, and retry, at every send).

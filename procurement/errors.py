@@ -38,4 +38,4 @@ class Conflict(ApplicationError):
 
 
 class QuotaExceeded(ApplicationError):
-    """More LLM work than the user's limit allows."""
+    """More than the user's share allows (services.quotas); ``extra`` says the limit."""

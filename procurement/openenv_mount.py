@@ -2,16 +2,19 @@
 
 A request or WebSocket under the prefix is authenticated exactly as the API does it (its
 DRF authentication classes: HTTP Basic with the axes lockout, or the session cookie with
-CSRF on unsafe HTTP methods), must hold the analyst role (who may run episodes), and is
-then handed to the OpenEnv app with ``root_path`` set to the prefix. Everything else goes
-to the wrapped app untouched.
+CSRF on unsafe HTTP methods: the ``csrftoken`` cookie's value in ``X-CSRFToken``), must
+hold the analyst role (who may run episodes), and is then handed to the OpenEnv app with
+``root_path`` set to the prefix. Everything else goes to the wrapped app untouched. The
+sessions a request opens are its user's: at most OPENENV_MAX_SESSIONS_PER_USER at once,
+each ended after OPENENV_SESSION_IDLE_SECONDS without a call
+(``negotiation.interfaces.openenv_sessions``).
 
 Refusals: HTTP gets DRF's status and JSON body (401 with a Basic challenge, 403, or 429
 with Retry-After); a WebSocket is accepted, told why in the package's error frame (so
 ``GenericEnvClient`` raises with the reason) and closed with 4401 / 4403 / 4429 / 4503,
-as the dashboard streams close. A WebSocket from a browser page (it has an Origin header) must
-come from an allowed host, as the dashboard streams must: a session cookie is ambient, so
-without that check any site could open a session in the user's name.
+as the dashboard streams close. A WebSocket from a browser page (it has an Origin header)
+must come from this site (procurement.origins), as the dashboard streams must: a session
+cookie is ambient, so without that check any site could open a session in the user's name.
 
 The OpenEnv app (and openenv itself, 4-6 s to import) is built on first use, so that
 importing ``config.asgi`` stays light.
@@ -20,24 +23,22 @@ importing ``config.asgi`` stays light.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import threading
 from collections.abc import Awaitable, Callable
 from importlib import import_module
 from typing import Any
-from urllib.parse import urlparse
 
 from channels.db import database_sync_to_async
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.contrib.auth import get_user
-from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
+from procurement.origins import scope_request, trusted_origin
 from procurement.roles import has_role
 
 PREFIX = "/openenv"
@@ -49,6 +50,7 @@ WS_REFUSAL = {
     429: (4429, "LOCKED_OUT"),
     503: (4503, "UNAVAILABLE"),
 }
+BODY_HEADERS = frozenset({b"content-type", b"content-length", b"transfer-encoding"})
 NOT_INSTALLED = (
     "The OpenEnv server is not installed here: pip install -r requirements/research.txt."
 )
@@ -67,13 +69,15 @@ class Refusal(Exception):
         self.headers = headers or {}
 
 
-def _django_request(scope: Scope) -> ASGIRequest:
+def _django_request(scope: Scope) -> HttpRequest:
     """The scope as Django sees an HTTP request (a WebSocket handshake is a GET), with the
-    session and lazy user that SessionMiddleware and AuthenticationMiddleware would set."""
-    if scope["type"] == "websocket":
-        scheme = "https" if scope.get("scheme") == "wss" else "http"
-        scope = {**scope, "type": "http", "method": "GET", "scheme": scheme}
-    request = ASGIRequest(scope, io.BytesIO())
+    session and lazy user that SessionMiddleware and AuthenticationMiddleware would set.
+
+    Without its body: that stays unread for the OpenEnv app. So the request says it has
+    none, and the CSRF check (which looks at a POST's form fields before the X-CSRFToken
+    header) finds none instead of failing to parse a JSON body with a 415."""
+    headers = [(k, v) for k, v in scope.get("headers", []) if k not in BODY_HEADERS]
+    request = scope_request({**scope, "headers": headers})
     engine = import_module(settings.SESSION_ENGINE)
     request.session = engine.SessionStore(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
     request.user = SimpleLazyObject(lambda: get_user(request))
@@ -107,11 +111,9 @@ def _challenge(authenticators: list, request: Request) -> dict[str, str]:
 
 
 def _origin_allowed(scope: Scope) -> bool:
-    origin = dict(scope.get("headers", [])).get(b"origin")
-    if origin is None:
-        return True  # not a browser: no ambient cookie to abuse
-    validator = AllowedHostsOriginValidator(None)
-    return validator.valid_origin(urlparse(origin.decode("latin1")))
+    request = scope_request(scope)
+    # No Origin: not a browser, so no ambient cookie to abuse.
+    return "HTTP_ORIGIN" not in request.META or trusted_origin(request)
 
 
 class OpenEnvMount:
@@ -138,12 +140,16 @@ class OpenEnvMount:
             await send({"type": "websocket.close"})
             return
         try:
-            await authenticate(scope)
+            user = await authenticate(scope)
             app = await self._openenv_app()
         except Refusal as refusal:
             return await self._refuse(scope, receive, send, refusal)
+        from negotiation.interfaces.openenv_sessions import OWNER  # loaded with the app
+
         # Per the ASGI spec the path stays whole; root_path says where the app is mounted.
-        scope = {**scope, "root_path": scope.get("root_path", "") + PREFIX}
+        # The sessions the request opens are the user's.
+        root_path = scope.get("root_path", "") + PREFIX
+        scope = {**scope, "root_path": root_path, OWNER: f"user:{user.pk}"}
         return await app(scope, receive, send)
 
     async def _openenv_app(self) -> ASGIApp:
@@ -182,4 +188,8 @@ class OpenEnvMount:
 def _build_openenv_app() -> ASGIApp:
     from negotiation.interfaces.openenv_server import build_app
 
-    return build_app(settings.OPENENV_MAX_SESSIONS)
+    return build_app(
+        settings.OPENENV_MAX_SESSIONS,
+        per_owner=settings.OPENENV_MAX_SESSIONS_PER_USER,
+        idle_s=settings.OPENENV_SESSION_IDLE_SECONDS,
+    )

@@ -1,11 +1,15 @@
-"""Roles are Django groups, ordered: analyst < ops < admin (superusers are admins)."""
+"""Roles are Django groups, ordered: analyst < ops < admin (superusers are admins).
+
+Who answers an escalation is the scenario's (``escalation_approver_role``, never the
+run's starter): procurement.services.approvals."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import get_args
 
-Role = Literal["analyst", "ops", "admin"]
-ROLES: tuple[Role, ...] = ("analyst", "ops", "admin")
+from negotiation.config import ApproverRole as Role
+
+ROLES: tuple[Role, ...] = get_args(Role)  # lowest first
 CAPABILITIES = {
     "analyst": "read everything, run single episodes, take the buyer's seat",
     "ops": "analyst + run and cancel sweeps",

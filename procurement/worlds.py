@@ -20,6 +20,7 @@ from django.conf import settings
 
 if TYPE_CHECKING:
     from negotiation import ProcurementEnv
+    from negotiation.suppliers.cast import ModelBackend
     from procurement.models import Episode
 
 # What the default key is derived from SECRET_KEY for (an HMAC label: the derived key
@@ -43,14 +44,17 @@ def episode_world_key(episode: Episode) -> bytes | None:
     return server_world_key() if episode.sealed else None
 
 
-def episode_env(episode: Episode) -> ProcurementEnv:
+def episode_env(episode: Episode, *, llm_backend: ModelBackend | None = None) -> ProcurementEnv:
     """A fresh engine for a stored episode, reset to its first step: its pinned scenario,
-    its seed and, when sealed, the server's key (rule suppliers: an LLM-backed one needs
-    a backend, which runs pass to ``run_episode`` with ``episode_world_key``)."""
+    its seed and, when sealed, the server's key. ``llm_backend`` answers for its LLM
+    suppliers (a replay's recorded replies); runs pass the key to ``run_episode`` with
+    ``episode_world_key``."""
     from negotiation import ProcurementEnv, load_scenario
 
     env = ProcurementEnv(
-        load_scenario(episode.scenario_snapshot), world_key=episode_world_key(episode)
+        load_scenario(episode.scenario_snapshot),
+        llm_backend=llm_backend,
+        world_key=episode_world_key(episode),
     )
     env.reset(seed=episode.seed)
     return env

@@ -50,7 +50,8 @@ for name, role in {USERS!r}.items():
 class EmbeddedSite:
     """daphne serving workers.embedded on a spare port, with its own data folder."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        """``settings``: environment variables of the site's own (its limits)."""
         self.data_dir = Path(tempfile.mkdtemp(prefix="arena-browser-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -62,6 +63,7 @@ class EmbeddedSite:
             PYTHONPATH=str(ROOT),
             RECONCILE_ON_START="0",
         )
+        self.env.update(settings or {})
         self.shell(SETUP)
         self.log_path = self.data_dir / "daphne.log"
         self._log = self.log_path.open("w")

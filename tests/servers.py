@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -49,6 +50,31 @@ def terminate(proc: subprocess.Popen, grace: float = 15) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+@contextlib.contextmanager
+def serve_asgi(app) -> Iterator[str]:
+    """uvicorn serving ``app`` in a thread on a spare port ("127.0.0.1:PORT"); always shut
+    down, never left hanging."""
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"asgi-{port}", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 def postgres_bindir() -> Path | None:

@@ -7,6 +7,7 @@ from channels.testing import WebsocketCommunicator
 from config.asgi import application
 
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")  # the site as the browser reached it: ORIGIN is this site
 
 
 async def refused_code(path: str, *headers: tuple[bytes, bytes], origin=ORIGIN) -> int | None:
@@ -17,7 +18,7 @@ async def refused_code(path: str, *headers: tuple[bytes, bytes], origin=ORIGIN) 
     sends it); without one it is cancelled at loop shutdown in the middle of a
     channels-redis receive, which can hang the loop's close for good.
     """
-    communicator = WebsocketCommunicator(application, path, headers=[origin, *headers])
+    communicator = WebsocketCommunicator(application, path, headers=[origin, HOST, *headers])
     accepted, code = await communicator.connect()
     if accepted:
         message = await communicator.receive_output(timeout=5)

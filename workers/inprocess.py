@@ -63,6 +63,7 @@ class Lane:
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._running: list[_Job] = []
+        self._scheduled: list[_Job] = []  # due later (submit_later): no thread waits
         self.completed = 0
         self.failed = 0
 
@@ -70,10 +71,26 @@ class Lane:
         self._ensure_started()
         self._queue.put(job)
 
-    def jobs(self) -> list[_Job]:
-        """Waiting and running jobs."""
+    def submit_later(self, job: _Job, delay_s: float) -> None:
+        """Put ``job`` in line after ``delay_s`` seconds (a timer, not a thread of the
+        lane). Meanwhile it counts as queued for ``join`` and ``jobs``."""
         with self._queue.mutex:
-            return [*self._queue.queue, *self._running]
+            self._queue.unfinished_tasks += 1  # released by _due, once it is in line
+            self._scheduled.append(job)
+        timer = threading.Timer(delay_s, self._due, args=(job,))
+        timer.daemon = True
+        timer.start()
+
+    def _due(self, job: _Job) -> None:
+        with self._queue.mutex:
+            self._scheduled.remove(job)
+        self.submit(job)
+        self._queue.task_done()
+
+    def jobs(self) -> list[_Job]:
+        """Waiting, running and scheduled jobs."""
+        with self._queue.mutex:
+            return [*self._queue.queue, *self._running, *self._scheduled]
 
     def place(self, ref: dispatch.RunRef) -> int | None:
         """``ref``'s 1-based place among the jobs waiting here (None: none waits)."""
@@ -86,6 +103,7 @@ class Lane:
             "threads_alive": sum(t.is_alive() for t in self._workers),
             "queued": self._queue.qsize(),
             "running": len(self._running),
+            "scheduled": len(self._scheduled),
             "completed": self.completed,
             "failed": self.failed,
         }
@@ -160,12 +178,17 @@ class InProcessRunner:
         kwargs: dict | None = None,
         *,
         queue: str | None = None,
+        countdown: float = 0.0,
     ) -> None:
-        """Queue the task registered as ``name`` in ``queue``'s lane (KeyError for an
-        unknown task name)."""
+        """Queue the task registered as ``name`` in ``queue``'s lane, ``countdown``
+        seconds from now (KeyError for an unknown task name)."""
         task = app.tasks[name]
         lane = self.lanes.get(queue or CPU_QUEUE, self.lanes[CPU_QUEUE])
-        lane.submit(_Job(task, tuple(args), dict(kwargs or {})))
+        job = _Job(task, tuple(args), dict(kwargs or {}))
+        if countdown > 0:
+            lane.submit_later(job, countdown)
+        else:
+            lane.submit(job)
 
     def run_refs(self) -> set[dispatch.RunRef]:
         """The runs queued or running in either lane (the reconciler leaves them alone)."""

@@ -50,11 +50,11 @@ def ping(payload: str = "ping") -> dict[str, object]:
 
 
 @shared_task(name=dispatch.RUN_EPISODE, **RETRY_POLICY)
-def run_episode_task(episode_id: int) -> dict[str, object]:
-    """Run (or resume) one stored episode on a CPU worker."""
+def run_episode_task(episode_id: int, attempt: int | None = None) -> dict[str, object]:
+    """Run (or resume) one stored episode; ``attempt``: continue a paced episode's claim."""
     from procurement.services.episode_runner import episode_run
 
-    episode = episode_run(episode_id=episode_id)
+    episode = episode_run(episode_id=episode_id, attempt=attempt)
     return {"episode": episode.pk, "status": episode.status, "score": episode.score}
 
 

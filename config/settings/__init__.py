@@ -8,3 +8,4 @@ from config.settings.channels import *  # noqa: F403
 from config.settings.database import *  # noqa: F403
 from config.settings.llm import *  # noqa: F403
 from config.settings.security import *  # noqa: F403
+from config.settings.shares import *  # noqa: F403

@@ -41,8 +41,21 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
+# The most training records one GET /api/datasets/export/ streams (a record holds the
+# LLM buyer's prompt twice: up to about 25 kB); the rest come by its Link rel="next".
+# manage.py export_dataset is not limited.
+DATASET_EXPORT_MAX_RECORDS = env.int("DATASET_EXPORT_MAX_RECORDS", default=1000)
+if DATASET_EXPORT_MAX_RECORDS < 1:
+    raise ImproperlyConfigured("DATASET_EXPORT_MAX_RECORDS must be at least 1.")
+
 # --- OpenEnv (/openenv/ and manage.py serve_openenv) ------------------------------------
 # WebSocket sessions at once, one environment each; the next is refused CAPACITY_REACHED.
 OPENENV_MAX_SESSIONS = env.int("OPENENV_MAX_SESSIONS", default=64)
-if OPENENV_MAX_SESSIONS < 1:
-    raise ImproperlyConfigured("OPENENV_MAX_SESSIONS must be at least 1.")
+# Per user (under /openenv/, whose users log in), so that no one takes them all.
+OPENENV_MAX_SESSIONS_PER_USER = env.int("OPENENV_MAX_SESSIONS_PER_USER", default=16)
+# A session without a call for this long ends and frees its place (its WebSocket closes).
+OPENENV_SESSION_IDLE_SECONDS = env.float("OPENENV_SESSION_IDLE_SECONDS", default=600.0)
+if OPENENV_MAX_SESSIONS < 1 or OPENENV_MAX_SESSIONS_PER_USER < 1:
+    raise ImproperlyConfigured("OPENENV_MAX_SESSIONS(_PER_USER) must be at least 1.")
+if OPENENV_SESSION_IDLE_SECONDS <= 0:
+    raise ImproperlyConfigured("OPENENV_SESSION_IDLE_SECONDS must be more than 0.")

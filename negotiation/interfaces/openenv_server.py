@@ -16,6 +16,9 @@ Choices worth knowing:
 * A request the session cannot honour (unknown scenario or tier, bad seed, step before
   reset) raises ``SessionError``: over /ws the package answers it as an error frame and
   the session stays usable; over HTTP it is a 400.
+* What a client sends passes ``InputGate`` first (the input rules of ``negotiation.limits``):
+  a frame the package's loop would die on, or that would store what no answer can carry,
+  gets an error frame and the session goes on.
 
 openenv is heavy to import (gradio, fastmcp): only this module and the ``serve_openenv``
 command import it, never the web or worker start-up path.
@@ -23,7 +26,9 @@ command import it, never the web or worker start-up path.
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -33,14 +38,15 @@ from openenv.core.env_server import (
     Environment,
     Observation,
     State,
-    create_app,
 )
-from openenv.core.env_server.types import EnvironmentMetadata
+from openenv.core.env_server.types import EnvironmentMetadata, WSErrorCode, WSErrorResponse
 from pydantic import ConfigDict, Field, create_model
 
 from ..action_spec import ACTION_TYPES, FIELD_SPECS, MAX_MESSAGE, MAX_QUANTITY
 from ..actions import FIELDS
 from ..config import TIERS
+from ..limits import InputError, decode_json, json_problem
+from .openenv_sessions import ASGIApp, OwnedSessionServer, SessionGuard, buffered_body
 from .session import CURRICULUM_MODES, DEFAULT_SCENARIO, SessionError, TrainingSession, rule_presets
 
 ENV_NAME = "procurement_arena"
@@ -237,23 +243,104 @@ class ProcurementOpenEnv(Environment[ArenaAction, ArenaObservation, ArenaState])
         return ArenaObservation(**data, done=done, reward=reward, metadata=metadata)
 
 
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+FRAME_SHAPE = "A frame is a JSON object with a type: reset, step, state or close."
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def frame_problem(message: dict) -> tuple[str, WSErrorCode] | None:
+    """Why a ``websocket.receive`` message must not reach the package, and the code of
+    the error frame that says so; None when it may."""
+    text = message.get("text")
+    if text is None:
+        return f"Binary frames are not read. {FRAME_SHAPE}", WSErrorCode.INVALID_JSON
+    try:
+        document = decode_json(text)
+    except InputError as exc:
+        return str(exc), WSErrorCode.INVALID_JSON
+    if not isinstance(document, dict):
+        return FRAME_SHAPE, WSErrorCode.VALIDATION_ERROR
+    return None
+
+
+class InputGate:
+    """ASGI middleware in front of the package's app, for what its own parsing misses.
+
+    WebSocket: every frame must be a JSON object under the input rules; any other is
+    answered with the package's error frame and never reaches the package, whose loop ends
+    the whole session on a binary frame, a JSON array, a 100,000-deep document or a
+    5,000-digit number, and whose answers fail on a lone surrogate. HTTP: a JSON body that
+    breaks a rule is a 400 naming where (a body that is not JSON is the package's to
+    refuse).
+    """
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            return await self.app(scope, self._frames(receive, send), send)
+        if scope["type"] == "http" and scope["method"] in UNSAFE_METHODS:
+            return await self._http(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    @staticmethod
+    def _frames(receive: Receive, send: Send) -> Receive:
+        async def gated() -> dict:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                problem = frame_problem(message)
+                if problem is None:
+                    return message
+                text, code = problem
+                error = WSErrorResponse(data={"message": text, "code": code})
+                await send({"type": "websocket.send", "text": error.model_dump_json()})
+
+        return gated
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body, replay = await buffered_body(receive)
+        if body is None:
+            return  # the client went away
+        try:
+            problem = json_problem(json.loads(body)) if body else None
+        except (ValueError, RecursionError):
+            problem = None  # not JSON: the package answers it
+        if problem:
+            response = JSONResponse({"detail": str(problem)}, status_code=400)
+            return await response(scope, receive, send)
+        return await self.app(scope, replay, send)
+
+
 async def _session_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=400)
 
 
-def build_app(max_sessions: int) -> FastAPI:
-    """The OpenEnv FastAPI app: HTTP /reset /step /state /schema /metadata /health and
-    WebSocket /ws, at most ``max_sessions`` sessions at once (the package refuses the
-    next with CAPACITY_REACHED)."""
+def build_app(
+    max_sessions: int, *, per_owner: int | None = None, idle_s: float | None = None
+) -> ASGIApp:
+    """The OpenEnv app: HTTP /reset /step /state /schema /metadata /health and WebSocket
+    /ws, at most ``max_sessions`` sessions at once (the package refuses the next with
+    CAPACITY_REACHED), ``per_owner`` of them per owner and each ended after ``idle_s``
+    seconds without a call (``openenv_sessions``; None: no such limit)."""
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ValueError(f"max_sessions must be a whole number >= 1, not {max_sessions!r}.")
-    app = create_app(
+    app = FastAPI(title="Procurement Arena (OpenEnv)")
+    server = OwnedSessionServer(
         ProcurementOpenEnv,
         ArenaAction,
         ArenaObservation,
+        max_sessions=max_sessions,
+        per_owner=per_owner,
+        idle_s=idle_s,
         env_name=ENV_NAME,
-        max_concurrent_envs=max_sessions,
         state_cls=ArenaState,
     )
+    server.register_routes(app)
     app.add_exception_handler(SessionError, _session_error)
-    return app
+    app.add_middleware(InputGate)
+    return SessionGuard(app, server)

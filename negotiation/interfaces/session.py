@@ -13,6 +13,7 @@ from typing import Any
 from ..config import TIERS, ScenarioConfig
 from ..curriculum import Curriculum, apply_tier
 from ..env import ProcurementEnv, StepResult
+from ..limits import MAX_SEED
 from ..observation import Observation
 from ..scenarios import list_presets, load_scenario
 
@@ -57,8 +58,10 @@ class TrainingSession:
             raise SessionError(f"Unknown tier '{tier}'; use one of {', '.join(TIERS)}.")
         if curriculum is not None and curriculum not in CURRICULUM_MODES:
             raise SessionError(f"Unknown curriculum '{curriculum}'; use 'auto' or leave it out.")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise SessionError(f"seed must be a non-negative integer, not {seed!r}.")
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED
+        ):  # the web API's bound too (never echoed: a 5,000-digit int has no repr)
+            raise SessionError(f"seed must be a whole number from 0 to {MAX_SEED}.")
         self._record_finished_episode()
         if curriculum == "auto":
             if self.curriculum is None or self.curriculum.base.name != base.name:

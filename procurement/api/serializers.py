@@ -9,7 +9,8 @@ from rest_framework import serializers
 
 from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
-from procurement.models import Decision, Episode, PolicyConfig, Scenario, Sweep
+from procurement.models import ApprovalStatus, Decision, Episode, PolicyConfig, Scenario, Sweep
+from procurement.roles import ROLES
 from procurement.selectors import live as live_selectors
 from procurement.selectors.scenarios import scenario_config_view
 from procurement.services import policies as policy_services
@@ -218,11 +219,19 @@ class EpisodeCreateSerializer(serializers.Serializer):
         max_value=MAX_STEP_DELAY,
         default=0,
         help_text="Seconds between decisions: 0 plays at engine speed, more paces a live "
-        "episode for watching.",
+        "episode for watching. An episode that uses a language model plays at the model's "
+        "pace (0).",
     )
 
 
 class HumanMoveSerializer(serializers.Serializer):
+    step = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_ID,
+        help_text="The step this move plays: the number of decisions stored so far (0 for "
+        "the first move), as you saw it. A move for any other step (resent, doubled or "
+        "stale) is refused with 409 and the next_step; nothing is played twice.",
+    )
     action = serializers.JSONField(
         help_text='One buyer action, e.g. {"action_type": "negotiate", "supplier_id": "S01", '
         '"requirement_id": "R01", "price": 12.5}.'
@@ -241,6 +250,45 @@ class DecisionSerializer(serializers.ModelSerializer):
         model = Decision
         fields = [*Decision.STORED_FIELDS, "created_at"]
         read_only_fields = fields
+
+
+class StandingRefusalSerializer(serializers.Serializer):
+    by = serializers.CharField(help_text="Who refused.")
+    at = serializers.CharField(help_text="When (ISO 8601).")
+    step = serializers.IntegerField(help_text="The step of the refused escalation.")
+
+
+class ApprovalSerializer(serializers.Serializer):
+    """An escalation that asked for an answer, and the answer (selectors.approvals)."""
+
+    episode = serializers.IntegerField()
+    step = serializers.IntegerField()
+    status = serializers.CharField(help_text="One of " + ", ".join(ApprovalStatus.values) + ".")
+    requirement_id = serializers.CharField(allow_null=True)
+    supplier_id = serializers.CharField(allow_null=True)
+    rationale = serializers.CharField(allow_null=True)
+    stake = serializers.FloatField(
+        allow_null=True,
+        help_text="Money at stake, in the scenario's units: the PR's amount, or the standing "
+        "counter x the quantity still needed; null when the engine would refuse the action.",
+    )
+    deadline = serializers.DateTimeField()
+    decided_by = serializers.CharField(allow_null=True, help_text="The person; null: automatic.")
+    decided_at = serializers.DateTimeField(allow_null=True)
+    answered_by = serializers.CharField(
+        allow_null=True, help_text="Who answered as the decision records it (a person or the rule)."
+    )
+    reason = serializers.CharField(help_text="Why this answer, automatic ones included.")
+    standing_refusal = StandingRefusalSerializer(
+        allow_null=True, help_text="The earlier refusal on this requirement it repeats."
+    )
+    approver_role = serializers.ChoiceField(list(ROLES), help_text="The lowest role that answers.")
+    approvers = serializers.CharField(help_text='In words: "ops or admins".')
+    barred = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Usernames that may not answer whatever their role (the starter; a "
+        "standing refusal's refuser in its review) -> why.",
+    )
 
 
 class ReplaySerializer(serializers.Serializer):

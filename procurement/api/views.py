@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import django_filters
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -26,7 +27,7 @@ from procurement.api.permissions import RolePermission
 from procurement.errors import NotFound
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
-from procurement.selectors.approvals import approval_payload
+from procurement.selectors.approvals import approval_payload, episode_approvals
 from procurement.selectors.episodes import (
     episode_decisions,
     episode_list,
@@ -230,38 +231,54 @@ class EpisodeViewSet(
             201: s.DecisionSerializer,
             400: s.RefusedMoveSerializer,
             403: OpenApiResponse(description="Not your seat."),
-            409: OpenApiResponse(description="The episode takes no more moves."),
+            409: OpenApiResponse(
+                description="The episode takes no more moves, or the step is not the next "
+                "one (next_step says which is); nothing was played."
+            ),
         },
     )
     @action(detail=True, methods=["post"])
     def act(self, request, pk=None):
-        """Play the buyer's next move in a human-seat episode (the seat holder only). An
-        action the engine refuses comes back with its code and field; nothing is stored."""
+        """Play the buyer's next move in a human-seat episode (the seat holder only), once:
+        a move names the step it plays. An action the engine refuses comes back with its
+        code and field; nothing is stored."""
         episode = self.get_object()
         params = s.HumanMoveSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         decision = human_seat.seat_play(
-            episode_id=episode.pk, user=request.user, action=params.validated_data["action"]
+            episode_id=episode.pk, user=request.user, **params.validated_data
         )
         return Response(decision, status=status.HTTP_201_CREATED)
 
-    @extend_schema(
-        request=None,
-        responses={
-            200: OpenApiResponse(description="The answered approval."),
-            403: OpenApiResponse(description="Not an approver of this episode."),
-            409: OpenApiResponse(description="Nothing is waiting for an answer."),
-        },
-    )
+    @extend_schema(responses=s.ApprovalSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="approvals")
+    def approval_list(self, request, pk=None):
+        """Every escalation of the episode that asked for an answer, in step order, with
+        who answered, when and why (automatic answers included)."""
+        answers = episode_approvals(episode=self.get_object())
+        return Response([approval_payload(a) for a in answers])
+
+    _ANSWERS = {
+        200: s.ApprovalSerializer,
+        403: OpenApiResponse(
+            description="May not answer: the run's starter, the refuser under review, or "
+            "below the scenario's approver role."
+        ),
+        409: OpenApiResponse(description="Nothing is waiting for an answer."),
+    }
+
+    @extend_schema(request=None, responses=_ANSWERS)
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
-        """Approve the escalation this episode waits on (ops, admins, or its starter)."""
+        """Approve the escalation this episode waits on (never its starter; the scenario
+        names the lowest role that answers)."""
         return self._answer(request, approve=True)
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(), 409: OpenApiResponse()})
+    @extend_schema(request=None, responses=_ANSWERS)
     @action(detail=True, methods=["post"])
     def refuse(self, request, pk=None):
-        """Refuse the escalation this episode waits on: it has no effect and costs nothing."""
+        """Refuse the escalation this episode waits on: it has no effect and costs nothing,
+        and the refusal stands for its requirement (see services.approvals)."""
         return self._answer(request, approve=False)
 
     def _answer(self, request, *, approve: bool) -> Response:
@@ -273,7 +290,8 @@ class EpisodeViewSet(
     @extend_schema(request=None, responses={200: s.ReplaySerializer, 409: OpenApiResponse()})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
-        """Re-run the stored actions through a fresh engine and compare the score."""
+        """Re-run the stored actions through a fresh engine and compare the score. No
+        model runs: suppliers a model played answer from the stored record."""
         report = episode_services.episode_replay(episode=self.get_object())
         return Response(s.ReplaySerializer(report).data)
 
@@ -382,6 +400,18 @@ class DatasetViewSet(viewsets.ViewSet):
             OpenApiParameter(
                 "min_score", float, description="Only episodes that scored at least this (0-1)."
             ),
+            OpenApiParameter(
+                "limit",
+                int,
+                description="At most this many records (default and ceiling: "
+                "DATASET_EXPORT_MAX_RECORDS, 1000 unless configured).",
+            ),
+            OpenApiParameter(
+                "after",
+                str,
+                description="EPISODE:STEP: the page after this step, as the previous "
+                'page\'s Link rel="next" has it.',
+            ),
         ],
         responses={
             (200, "application/x-ndjson"): s.DatasetRecordSerializer,
@@ -394,13 +424,16 @@ class DatasetViewSet(viewsets.ViewSet):
         episode that passes the filters (episodes with LLM suppliers are left out: their
         steps cannot be replayed): ``messages`` for SFT, ``prompt`` + ``completion`` for
         GRPO, the step's reward, the episode's score and ids. The same records as
-        ``manage.py export_dataset``."""
+        ``manage.py export_dataset``, a page at a time: when more are left, the
+        ``Link`` header has the next page's URL (``rel="next"``)."""
         params = request.query_params
         export = dataset_services.dataset_export(
             format=params.get("format", "jsonl"),
             scenarios=params.getlist("scenario"),
             policies=params.getlist("policy"),
             min_score=params.get("min_score"),
+            after=params.get("after"),
+            limit=params.get("limit") or settings.DATASET_EXPORT_MAX_RECORDS,
         )
         lines = export.lines()
         response = StreamingHttpResponse(
@@ -408,6 +441,12 @@ class DatasetViewSet(viewsets.ViewSet):
             content_type=dataset_services.CONTENT_TYPES[export.format],
         )
         response["Content-Disposition"] = f'attachment; filename="dataset.{export.format}"'
+        if export.next_after is not None:
+            episode_id, step = export.next_after
+            query = params.copy()
+            query["after"] = f"{episode_id}:{step}"
+            next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode(safe=':')}")
+            response["Link"] = f'<{next_url}>; rel="next"'
         return response
 
 

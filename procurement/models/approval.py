@@ -1,27 +1,31 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
+
 
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending"
-    APPROVED = "approved"
-    REFUSED = "refused"
+    APPROVED = "approved"  # by a person, or at once by the rule (see reason)
+    REFUSED = "refused"  # by a person, or by a standing refusal (see reason)
     TIMED_OUT = "timed_out"  # nobody answered in time: the scenario's rule did
     WITHDRAWN = "withdrawn"  # the run ended or moved on before an answer
 
 
 class ApprovalRequest(models.Model):
-    """A buyer's escalation waiting for a person (scenarios with a human approver).
+    """A buyer's escalation and its answer (scenarios with a human approver).
 
     The episode's runner stops at the escalation and frees its worker; the answer (or the
     timeout) sends the run on, and the decision's action records who answered and when.
+    Every answer has a ``reason``; an automatic one (the rule, a timeout, a standing
+    refusal) has no ``decided_by``. The rules: ``procurement.services.approvals``.
     """
 
     episode = models.ForeignKey(
         "procurement.Episode", on_delete=models.CASCADE, related_name="approvals"
     )
     step = models.PositiveIntegerField()
-    action = models.JSONField()
+    action = models.JSONField(decoder=StoredJSONDecoder)
     status = models.CharField(
         max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
     )
@@ -31,6 +35,13 @@ class ApprovalRequest(models.Model):
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # The money at stake (negotiation.escalation_stake); None: nothing the engine would do.
+    stake = models.FloatField(null=True, blank=True)
+    # A person's earlier refusal on the same requirement that this request repeats.
+    standing_refusal = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="repeats"
+    )
+    reason = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -1,6 +1,8 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
+
 
 class RequirementTemplate(models.Model):
     """A catalogue item a scenario's requirements can be drawn from (engine ``items``)."""
@@ -48,7 +50,9 @@ class SupplierProfile(models.Model):
 
     key = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
-    categories = models.JSONField(default=list, help_text='e.g. ["it_hardware", "office"]')
+    categories = models.JSONField(
+        decoder=StoredJSONDecoder, default=list, help_text='e.g. ["it_hardware", "office"]'
+    )
     persona = models.CharField(max_length=32, choices=PERSONAS)
     lead_time_weeks = models.PositiveSmallIntegerField(default=2)
 

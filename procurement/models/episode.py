@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from procurement.models.status import TERMINAL_STATUSES, RunStatus
+from procurement.models.stored_json import StoredJSONDecoder
 from procurement.run_plan import CPU_QUEUE, RunPlan
 
 EpisodeStatus = RunStatus
@@ -24,7 +25,7 @@ class Episode(models.Model):
     )
     scenario_name = models.CharField(max_length=100)
     scenario_version = models.PositiveIntegerField(default=1)
-    scenario_snapshot = models.JSONField()
+    scenario_snapshot = models.JSONField(decoder=StoredJSONDecoder)
     policy = models.ForeignKey(
         "procurement.PolicyConfig",
         null=True,
@@ -34,7 +35,7 @@ class Episode(models.Model):
     )
     policy_name = models.CharField(max_length=100)
     policy_version = models.PositiveIntegerField(default=1)
-    policy_snapshot = models.JSONField()
+    policy_snapshot = models.JSONField(decoder=StoredJSONDecoder)
     seed = models.BigIntegerField()
     sealed = models.BooleanField(
         default=False,
@@ -59,7 +60,7 @@ class Episode(models.Model):
     )
     steps = models.PositiveIntegerField(default=0)
     score = models.FloatField(null=True, blank=True)
-    metrics = models.JSONField(default=dict, blank=True)
+    metrics = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     error = models.TextField(blank=True)
     # Each claim by a worker increments ``attempts``; the attempt number is the fencing
     # token that lets only the newest attempt write (see services.episode_runner).
@@ -155,14 +156,14 @@ class Decision(models.Model):
     )
     step = models.PositiveIntegerField()
     week = models.PositiveIntegerField()
-    action = models.JSONField()
+    action = models.JSONField(decoder=StoredJSONDecoder)
     valid = models.BooleanField()
-    error = models.JSONField(null=True, blank=True)
-    response = models.JSONField(null=True, blank=True)
+    error = models.JSONField(decoder=StoredJSONDecoder, null=True, blank=True)
+    response = models.JSONField(decoder=StoredJSONDecoder, null=True, blank=True)
     reward = models.FloatField()
     running_score = models.FloatField()
-    events = models.JSONField(default=list, blank=True)
-    state = models.JSONField(default=dict, blank=True)
+    events = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
+    state = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     # "policy", "llm", "fallback:<policy>" (the LLM failed and the fallback decided), "human"
     actor = models.CharField(max_length=64, default="policy")
     message = models.TextField(null=True, blank=True, help_text="The LLM buyer's message.")
@@ -172,7 +173,7 @@ class Decision(models.Model):
     llm_error = models.TextField(null=True, blank=True)
     guard_interventions = models.PositiveSmallIntegerField(default=0)
     # each repair's reason, as anyone who reads the episode may see it (guard.public_repairs)
-    guard_repairs = models.JSONField(default=list, blank=True)
+    guard_repairs = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     # who answered for the supplier: "rule", "llm", "fallback:rule"; null when none did
     supplier_actor = models.CharField(max_length=32, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

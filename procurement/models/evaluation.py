@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
+
 
 class Evaluation(models.Model):
     """A finished policy evaluation (``manage.py evaluate``): its parameters, and the
@@ -11,10 +13,17 @@ class Evaluation(models.Model):
     """
 
     name = models.CharField(max_length=200, blank=True)
-    policies = models.JSONField(help_text="Buyer policy names, in the order given.")
-    scenarios = models.JSONField(help_text="Scenario names, in the order given.")
+    policies = models.JSONField(
+        decoder=StoredJSONDecoder, help_text="Buyer policy names, in the order given."
+    )
+    scenarios = models.JSONField(
+        decoder=StoredJSONDecoder, help_text="Scenario names, in the order given."
+    )
     tiers = models.JSONField(
-        default=list, blank=True, help_text="Curriculum tiers; empty: each scenario as stored."
+        decoder=StoredJSONDecoder,
+        default=list,
+        blank=True,
+        help_text="Curriculum tiers; empty: each scenario as stored.",
     )
     seeds = models.PositiveIntegerField()
     seed_start = models.BigIntegerField(default=0)
@@ -26,8 +35,8 @@ class Evaluation(models.Model):
     workers = models.PositiveSmallIntegerField(default=1)
     episodes = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(default=0.0, help_text="Wall time of the run.")
-    leaderboard = models.JSONField(default=list, blank=True)
-    ratings = models.JSONField(default=list, blank=True)
+    leaderboard = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
+    ratings = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

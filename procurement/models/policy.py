@@ -1,5 +1,6 @@
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
 from procurement.run_plan import buyer_uses_llm
 from procurement.validators import validate_policy_config
 
@@ -17,7 +18,7 @@ class PolicyConfig(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     policy = models.CharField(max_length=64, help_text="Engine policy name, e.g. expert.")
-    params = models.JSONField(default=dict, blank=True)
+    params = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     backend = models.CharField(max_length=32, choices=LLM_BACKENDS, blank=True, default="")
     model = models.CharField(max_length=300, blank=True, help_text="Model path or id (LLM).")
     description = models.TextField(blank=True)

@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from procurement.models.stored_json import StoredJSONDecoder
 from procurement.validators import validate_scenario_config
 
 
@@ -20,7 +21,7 @@ class Scenario(models.Model):
     description = models.TextField(blank=True)
     is_preset = models.BooleanField(default=False, help_text="Built-in; copy it to edit.")
     preset_name = models.CharField(max_length=100, blank=True)
-    config = models.JSONField()
+    config = models.JSONField(decoder=StoredJSONDecoder)
     version = models.PositiveIntegerField(default=1)
     requirement_templates = models.ManyToManyField(
         "procurement.RequirementTemplate", blank=True, related_name="scenarios"

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from procurement.models.status import TERMINAL_STATUSES, RunStatus
+from procurement.models.stored_json import StoredJSONDecoder
 
 SweepStatus = RunStatus
 
@@ -25,8 +26,8 @@ class Sweep(models.Model):
     total_cells = models.PositiveIntegerField(default=0)
     done_cells = models.PositiveIntegerField(default=0)
     failed_cells = models.PositiveIntegerField(default=0)
-    summary = models.JSONField(default=dict, blank=True)
-    pinned = models.JSONField(default=dict, blank=True)
+    summary = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
+    pinned = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     error = models.TextField(blank=True)
     # Last sign of progress (start, or cells stored); see Episode.heartbeat_at.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -74,7 +75,7 @@ class SweepCell(models.Model):
     )
     status = models.CharField(max_length=16, default="pending")
     score = models.FloatField(null=True, blank=True)
-    metrics = models.JSONField(default=dict, blank=True)
+    metrics = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     error = models.TextField(blank=True, help_text="Why the cell failed (failed cells only).")
 
     class Meta:

@@ -10,20 +10,31 @@ from procurement.errors import NotFound
 from procurement.models import Decision, Episode, EpisodeStatus, Sweep
 from procurement.run_phases import LOADING_MODEL, THINKING, phase_of
 from procurement.run_plan import LANE_NAMES
-from procurement.selectors.approvals import approval_payload, pending_approvals
+from procurement.selectors.approvals import (
+    approval_payload,
+    episode_approvals,
+    pending_approvals,
+)
 
 OVERVIEW_GROUP = "overview"
-SNAPSHOT_DECISIONS = 500  # the latest decisions sent on connect; older ones via the API
+# The most decisions one stream message carries (about 1 kB each): the snapshot's latest
+# on connect, or one page of a resume. Older ones come from the API, in pages.
+STREAM_PAGE = 200
 
 
 def decision_payload(decision: Decision) -> dict[str, Any]:
     return {f: getattr(decision, f) for f in Decision.STORED_FIELDS}
 
 
-def decisions_after(*, episode_id: int, step: int, limit: int = 5000) -> list[dict[str, Any]]:
-    """The stored decisions after ``step`` (the catch-up of a reconnecting client)."""
+def decisions_after(*, episode_id: int, step: int) -> tuple[list[dict[str, Any]], int | None]:
+    """One page of the stored decisions after ``step`` (the catch-up of a reconnecting
+    client), at most STREAM_PAGE, and the step to resume after for the next page (None:
+    nothing more is stored)."""
     rows = Decision.objects.filter(episode_id=episode_id, step__gt=step).order_by("step")
-    return [decision_payload(d) for d in rows[:limit]]
+    page = [decision_payload(d) for d in rows[: STREAM_PAGE + 1]]
+    if len(page) > STREAM_PAGE:
+        return page[:STREAM_PAGE], page[STREAM_PAGE - 1]["step"]
+    return page, None
 
 
 PHASE_TEXT = {LOADING_MODEL: "loading model", THINKING: "thinking"}
@@ -85,17 +96,17 @@ def sweep_payload(sweep: Sweep) -> dict[str, Any]:
 
 
 def episode_snapshot(*, episode_id: int) -> tuple[str, dict[str, Any]]:
-    """The episode's group and its snapshot: the episode, its latest decisions and the
-    approvals it waits on. NotFound when there is no such episode."""
+    """The episode's group and its snapshot: the episode, its latest decisions and its
+    approvals (answered ones too). NotFound when there is no such episode."""
     episode = Episode.objects.filter(pk=episode_id).first()
     if episode is None:
         raise NotFound(f"No episode {episode_id}.")
-    latest = list(episode.decisions.order_by("-step")[:SNAPSHOT_DECISIONS])
+    latest = list(episode.decisions.order_by("-step")[:STREAM_PAGE])
     return episode.group_name, {
         "type": "episode.snapshot",
         "episode": episode_payload(episode),
         "decisions": [decision_payload(d) for d in reversed(latest)],
-        "approvals": [approval_payload(a) for a in pending_approvals(episode=episode)],
+        "approvals": [approval_payload(a) for a in episode_approvals(episode=episode)],
     }
 
 

@@ -16,6 +16,9 @@ from procurement.roles import ROLES, Role
 
 ADMIN_MODELS = ("scenario", "policyconfig", "requirementtemplate", "supplierprofile")
 VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell", "evaluation")
+# Admins lift login lockouts (docs/operations.md): they see django-axes' access attempts in
+# the admin and delete the one that locks an account out.
+LOCKOUT_PERMISSIONS = ("view_accessattempt", "delete_accessattempt")
 
 
 def role_groups_ensure() -> dict[str, Group]:
@@ -28,7 +31,10 @@ def role_groups_ensure() -> dict[str, Group]:
         if p.content_type.model in ADMIN_MODELS
         or (p.content_type.model in VIEW_MODELS and p.codename.startswith("view_"))
     ]
-    groups["admin"].permissions.set(admin_perms)
+    lockouts = Permission.objects.filter(
+        content_type__app_label="axes", codename__in=LOCKOUT_PERMISSIONS
+    )
+    groups["admin"].permissions.set([*admin_perms, *lockouts])
     return groups
 
 

@@ -5,7 +5,26 @@ ApprovalRequest and frees its worker (no process waits for the person). An appro
 answer, or the scenario's timeout, sends the run on: it replays its stored steps, the
 buyer asks again (policies are functions of seed and observation), and this time the
 escalation carries the answer, which the engine honours and the decision's action
-records (who, when). Sweeps never wait: they play the scenario's rule.
+records (who, when, why). Sweeps never wait: they play the scenario's rule.
+
+Separation of duties (the rules, in the order they apply):
+1. Who may answer: a user with at least the scenario's ``escalation_approver_role``,
+   never the person who started the run (whatever their role, superusers included).
+   Anyone else gets Forbidden (403) and the page offers them no buttons, saying why.
+2. A standing refusal: once a person refuses an escalation on a requirement, that
+   refusal holds for the requirement (whichever PR or supplier a later escalation names)
+   for the rest of the episode. The buyer's next escalation on it is its one review: it
+   waits for someone other than the starter and the refuser; an approval there lifts the
+   refusal, and if they refuse too or nobody answers by the deadline, the refusal is
+   final: this and every later escalation on the requirement is refused at once,
+   recorded as "standing refusal by X at T". One review per refusal bounds how long an
+   agent that asks again and again can hold its run.
+3. The amount: escalations with no more than ``escalation_approval_above`` at stake
+   (``negotiation.escalation_stake``: a PR's amount, or a thread's standing counter x the
+   quantity still needed), or none (the engine would refuse the action), are answered by
+   the rule at once.
+4. Otherwise a person answers; at the deadline the rule does (timed out).
+Every answer records who (a person, or none for an automatic one), when and why.
 """
 
 from __future__ import annotations
@@ -15,11 +34,20 @@ from typing import Any
 
 from django.utils import timezone
 
+from negotiation.escalation_stake import escalation_stake
 from procurement import dispatch
 from procurement.errors import Conflict, Forbidden
 from procurement.models import ApprovalRequest, ApprovalStatus, Episode, EpisodeStatus
-from procurement.roles import may_cancel_episode
-from procurement.selectors.approvals import approval_payload, pending_approvals
+from procurement.roles import has_role, user_role
+from procurement.selectors.approvals import (
+    ApprovalRules,
+    answered_by,
+    approval_payload,
+    barred_from_answering,
+    pending_approvals,
+    standing_refusal,
+    standing_text,
+)
 from procurement.services import live
 
 
@@ -54,59 +82,117 @@ class ApprovalGate:
         if not isinstance(action, dict) or action.get("action_type") != "escalate":
             return action
         action = {k: v for k, v in action.items() if k != "approval"}
-        request = approval_for_step(episode=self._episode, step=observation.step, action=action)
-        by = request.decided_by.get_username() if request.decided_by else "the scenario's rule"
-        approval = {"decision": request.status, "by": by}
+        request = approval_for_step(
+            episode=self._episode,
+            step=observation.step,
+            action=action,
+            stake=escalation_stake(observation, action),
+        )
+        approval = {"decision": request.status, "by": answered_by(request)}
         if request.decided_at:
             approval["at"] = request.decided_at.isoformat()
-        return {**action, "approval": approval}
+        return {**action, "approval": {**approval, "reason": request.reason}}
 
 
-def approval_for_step(*, episode: Episode, step: int, action: dict[str, Any]) -> ApprovalRequest:
+def approval_for_step(
+    *, episode: Episode, step: int, action: dict[str, Any], stake: float | None
+) -> ApprovalRequest:
     """The answer to the escalation at ``step``; raises AwaitingApproval while there is
-    none (asking for one the first time)."""
-    request, created = ApprovalRequest.objects.get_or_create(
-        episode=episode,
-        step=step,
-        defaults={
-            "action": action,
-            "deadline": timezone.now()
-            + timedelta(seconds=episode.scenario_snapshot.get("approval_timeout_s", 120)),
-        },
-    )
-    if created:
-        _publish(request)
-        raise AwaitingApproval(episode.pk)
+    none (asking for one the first time, unless rules 2-3 answer at once)."""
+    request = ApprovalRequest.objects.filter(episode=episode, step=step).first()
+    if request is None:
+        request, created = ApprovalRequest.objects.get_or_create(
+            episode=episode, step=step, defaults=_first_answer(episode, step, action, stake)
+        )
+        if created:
+            _publish(request)
     if request.status == ApprovalStatus.PENDING:
         if request.deadline > timezone.now():
             raise AwaitingApproval(episode.pk)
-        _decide(request, ApprovalStatus.TIMED_OUT, None)
+        if _lapse(request):
+            _publish(request)
     return request
 
 
-def _decide(request: ApprovalRequest, status: str, user) -> bool:
+def _first_answer(
+    episode: Episode, step: int, action: dict[str, Any], stake: float | None
+) -> dict[str, Any]:
+    """A new request's fields: pending, or answered at once by rule 2 or 3."""
+    rules = ApprovalRules.of(episode)
+    now = timezone.now()
+    fields: dict[str, Any] = {
+        "action": action,
+        "stake": stake,
+        "deadline": now + timedelta(seconds=rules.timeout_s),
+    }
+    standing = standing_refusal(
+        episode=episode, requirement_id=action.get("requirement_id"), before_step=step
+    )
+    auto = {"decided_at": now}
+    if standing is not None:
+        fields["standing_refusal"] = standing.refusal
+        if not standing.final:
+            return fields  # the review
+        reason = f"Refused at once: {standing_text(standing.refusal)}."
+        return {**fields, **auto, "status": ApprovalStatus.REFUSED, "reason": reason}
+    if stake is None:
+        reason = "Nothing to approve (the engine refuses this escalation as it stands)."
+    elif stake <= rules.above:
+        reason = f"{stake:,.2f} at stake is not above {rules.above:,.2f}: the rule approves."
+    else:
+        return fields
+    return {**fields, **auto, "status": ApprovalStatus.APPROVED, "reason": reason}
+
+
+def _decide(request: ApprovalRequest, status: str, user, reason: str) -> bool:
     """pending -> status, once (a conditional UPDATE: two approvers cannot both win)."""
     now = timezone.now()
     changed = ApprovalRequest.objects.filter(pk=request.pk, status=ApprovalStatus.PENDING).update(
-        status=status, decided_at=now, decided_by=user
+        status=status, decided_at=now, decided_by=user, reason=reason
     )
     request.refresh_from_db()
     return bool(changed)
 
 
-def approval_answer(*, episode: Episode, user, approve: bool) -> ApprovalRequest:
-    """An approver's answer to the episode's pending escalation; the run goes on.
+def _lapse(request: ApprovalRequest) -> bool:
+    """Nobody answered by the deadline: a review upholds its standing refusal; any other
+    request gets the scenario's rule."""
+    waited = ApprovalRules.of(request.episode).timeout_s
+    refusal = request.standing_refusal
+    if refusal is None:
+        reason = f"No answer within {waited} s: the scenario's rule approved."
+        return _decide(request, ApprovalStatus.TIMED_OUT, None, reason)
+    reason = f"Refused: {standing_text(refusal)}; nobody else answered within {waited} s."
+    return _decide(request, ApprovalStatus.REFUSED, None, reason)
 
-    The people who steer a run answer it (roles.may_cancel_episode), else Forbidden;
-    Conflict when nothing is pending (already answered, timed out, or the run ended)."""
-    if not may_cancel_episode(user, episode):
-        raise Forbidden("Ops, admins or the analyst who started it answer its approvals.")
+
+def approval_answer(*, episode: Episode, user, approve: bool) -> ApprovalRequest:
+    """A person's answer to the episode's pending escalation; the run goes on.
+
+    Forbidden for the starter, a standing refusal's refuser in its review, and anyone
+    below the scenario's approver role; Conflict when nothing is pending (already
+    answered, timed out, or the run ended)."""
     request = next(iter(pending_approvals(episode=episode)), None)
+    barred = barred_from_answering(episode, request).get(user.pk)
+    if barred is not None:
+        raise Forbidden(barred[1])
+    rules = ApprovalRules.of(episode)
+    if not has_role(user, rules.role):
+        raise Forbidden(f"This scenario's escalations are answered by {rules.approvers}.")
     status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REFUSED
-    if request is None or not _decide(request, status, user):
+    if request is None or not _decide(request, status, user, _reason(request, user, approve)):
         raise Conflict("No escalation of this episode is waiting for an answer.")
     _resume(request)
     return request
+
+
+def _reason(request: ApprovalRequest, user, approve: bool) -> str:
+    verb = "Approved" if approve else "Refused"
+    reason = f"{verb} by {user.get_username()} ({user_role(user)})"
+    if request.standing_refusal is None:
+        return reason + "."
+    effect = "lifting" if approve else "upholding"
+    return f"{reason}, {effect} the {standing_text(request.standing_refusal)}."
 
 
 def _resume(request: ApprovalRequest) -> None:
@@ -116,15 +202,16 @@ def _resume(request: ApprovalRequest) -> None:
 
 
 def approvals_expire() -> list[int]:
-    """Pending requests past their deadline: the rule answers and the runs go on."""
+    """Pending requests past their deadline: the rule answers (a review's standing
+    refusal holds) and the runs go on."""
     expired = []
     overdue = ApprovalRequest.objects.filter(
         status=ApprovalStatus.PENDING,
         deadline__lt=timezone.now(),
         episode__status=EpisodeStatus.RUNNING,
-    ).select_related("episode")
+    ).select_related("episode", "standing_refusal__decided_by")
     for request in overdue:
-        if _decide(request, ApprovalStatus.TIMED_OUT, None):
+        if _lapse(request):
             _resume(request)
             expired.append(request.episode_id)
     return expired
@@ -133,5 +220,7 @@ def approvals_expire() -> list[int]:
 def approvals_withdraw(*, episode: Episode) -> None:
     """The run ended (cancelled, failed): nothing is waiting any more."""
     ApprovalRequest.objects.filter(episode=episode, status=ApprovalStatus.PENDING).update(
-        status=ApprovalStatus.WITHDRAWN, decided_at=timezone.now()
+        status=ApprovalStatus.WITHDRAWN,
+        decided_at=timezone.now(),
+        reason="The run ended before an answer.",
     )

@@ -14,16 +14,25 @@ episode's ``score``, whether the engine accepted the action (``valid``), who dec
 Left out, and counted: episodes whose suppliers are language models (their observations
 cannot be derived again without the model), and steps whose action no reply could
 express (a malformed action: a completion is always a well-formed reply).
+
+An export can be paged: ``limit`` records at most (the API's ceiling is
+``DATASET_EXPORT_MAX_RECORDS``; the command exports everything), and ``after`` a position
+``EPISODE:STEP`` where the previous page ended. Pages are cut by the stored step counts
+before anything is replayed, so the export knows where the next page starts
+(``next_after``) before it writes a line, and a page may hold fewer records than
+``limit`` (skipped steps), never more.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Collection, Iterator
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from negotiation.actions import SERVICE_FIELDS
@@ -53,12 +62,27 @@ class DatasetFilterError(ValidationError):
         self.errors = errors
 
 
+Position = tuple[int, int]  # (episode id, step): a page starts after it
+AFTER_PATTERN = re.compile(r"([0-9]{1,18}):(-1|[0-9]{1,9})")
+
+
+@dataclass(frozen=True)
+class Span:
+    """The steps of one episode a page covers: after ``after_step``, up to ``last_step``
+    (None: to the end)."""
+
+    episode_id: int
+    after_step: int = -1
+    last_step: int | None = None
+
+
 @dataclass
 class DatasetExport:
-    """The episodes one export covers and, as its lines are written, what it wrote."""
+    """The episode steps one export covers and, as its lines are written, what it wrote."""
 
     format: str
-    episode_ids: list[int]
+    spans: list[Span]
+    next_after: Position | None = None  # where the next page starts; None: no more
     episodes: int = 0  # episodes whose steps were written
     records: int = 0
     skipped_llm_suppliers: int = 0
@@ -66,19 +90,20 @@ class DatasetExport:
 
     def lines(self, *, on_episode: Callable[[], None] | None = None) -> Iterator[str]:
         """The records as JSON lines; ``on_episode`` is called after each episode."""
-        for episode_id in self.episode_ids:
-            episode = Episode.objects.filter(pk=episode_id).first()
+        for span in self.spans:
+            episode = Episode.objects.filter(pk=span.episode_id).first()
             if episode is not None:  # deleted since the export began: nothing to write
-                for record in self._episode_records(episode):
+                for record in self._episode_records(episode, span):
                     self.records += 1
                     yield json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
             if on_episode is not None:
                 on_episode()
 
-    def _episode_records(self, episode: Episode) -> Iterator[dict[str, Any]]:
-        decisions = list(
-            episode_decisions(episode).values_list("step", "action", "reward", "valid", "actor")
-        )
+    def _episode_records(self, episode: Episode, span: Span) -> Iterator[dict[str, Any]]:
+        decisions = episode_decisions(episode)
+        if span.last_step is not None:
+            decisions = decisions.filter(step__lte=span.last_step)
+        decisions = list(decisions.values_list("step", "action", "reward", "valid", "actor"))
         try:
             observations = replayed_observations(episode, (d[1] for d in decisions))
         except StateUnavailable:
@@ -96,6 +121,8 @@ class DatasetExport:
         for (step, action, reward, valid, actor), observation in zip(
             decisions, observations, strict=False
         ):
+            if step <= span.after_step:  # on an earlier page: replayed, not written
+                continue
             system, user = buyer_messages(observation, max_chars=max_chars)
             played = _buyer_action(action)
             reply = parse_action(json.dumps(played))[0] if isinstance(played, dict) else None
@@ -137,11 +164,21 @@ def dataset_export(
     scenarios: Collection[str] = (),
     policies: Collection[str] = (),
     min_score: str | float | None = None,
+    after: str | None = None,
+    limit: str | int | None = None,
 ) -> DatasetExport:
     """An export of the finished episodes that pass the filters (any scenario or policy
-    when none is named). Every filter is checked first: DatasetFilterError names each bad
-    one, and nothing has been read beyond the names."""
+    when none is named), from after ``after`` ("EPISODE:STEP"; None: the start), of at
+    most ``limit`` records (1 to DATASET_EXPORT_MAX_RECORDS; None: all). Every filter is
+    checked first: DatasetFilterError names each bad one, and nothing has been read beyond
+    the names."""
     errors = {}
+    position = _position(after)
+    if isinstance(position, str):
+        errors["after"] = position
+    most = _limit(limit)
+    if isinstance(most, str):
+        errors["limit"] = most
     if format not in FORMATS:
         errors["format"] = f"Unknown format '{format}'; use {', '.join(FORMATS)}."
     # blank names (an empty form field) filter nothing; repeats count once
@@ -160,7 +197,59 @@ def dataset_export(
     if errors:
         raise DatasetFilterError(errors)
     episodes = finished_episode_list(scenarios=scenarios, policies=policies, min_score=score)
-    return DatasetExport(format, list(episodes.values_list("pk", flat=True)))
+    if position is not None:
+        episodes = episodes.filter(pk__gte=position[0])
+    spans, next_after = _page(episodes.values_list("pk", "steps"), position, most)
+    return DatasetExport(format, spans, next_after)
+
+
+def _page(
+    episode_steps: Iterable[tuple[int, int]], after: Position | None, limit: int | None
+) -> tuple[list[Span], Position | None]:
+    """The spans of one page of at most ``limit`` steps (None: all), from after ``after``,
+    and where the next page starts (None: nothing is left)."""
+    spans: list[Span] = []
+    left = limit
+    for episode_id, steps in episode_steps:
+        start = after[1] if after is not None and episode_id == after[0] else -1
+        remaining = steps - 1 - start
+        if remaining <= 0:
+            continue
+        if left is None:
+            spans.append(Span(episode_id, start))
+            continue
+        if left == 0:
+            return spans, (episode_id, start)
+        last = start + min(remaining, left)
+        spans.append(Span(episode_id, start, last))
+        left -= last - start
+        if last - start < remaining:
+            return spans, (episode_id, last)
+    return spans, None
+
+
+def _position(value: str | None) -> Position | str | None:
+    """Where a page starts, or what is wrong with it."""
+    if value is None:
+        return None
+    match = AFTER_PATTERN.fullmatch(str(value))
+    if match is None:
+        return f"EPISODE:STEP, as the previous page's next link has it; got '{value}'."
+    return int(match[1]), int(match[2])
+
+
+def _limit(value: str | int | None) -> int | str | None:
+    """The most records of a page, or what is wrong with it."""
+    if value is None:
+        return None
+    most = settings.DATASET_EXPORT_MAX_RECORDS
+    problem = (
+        f"A whole number from 1 to {most} (records per request; follow the response's "
+        f"Link: rel=\"next\" for the rest); got '{value}'."
+    )
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,9}", str(value)):
+        return problem
+    return int(value) if 1 <= int(value) <= most else problem
 
 
 def _score(value: str | float | None) -> float | str | None:

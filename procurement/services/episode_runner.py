@@ -2,6 +2,11 @@
 
 Idempotent: decisions are keyed by (episode, step). A re-delivered task replays the
 stored actions through a fresh engine (deterministic) and continues from there.
+
+No worker waits through a pause: a paced episode (``step_delay`` > 0) plays one decision
+per task, then sends its continuation to its queue ``step_delay`` seconds later (a
+Celery countdown; the embedded runner's timer) and frees the worker. The continuation
+replays the stored steps, as a resumed run does, and plays the next decision.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
 from negotiation import StepRecord, get_policy, run_episode
 from negotiation.llm import ChatRequest, ChatResult, LLMBackend
 from negotiation.llm.shared import shared_batcher, shared_batcher_loaded
+from procurement import dispatch
 from procurement.models import Episode, EpisodeStatus
 from procurement.run_phases import LOADING_MODEL, THINKING, Phase, phase_set
 from procurement.selectors.episodes import episode_llm_spec
@@ -111,11 +118,9 @@ class _BatchWriter:
         if record.step < self.resume_from:
             return  # replayed: stored by an earlier attempt
         self.buffer.append(record.to_dict())
-        delay = self.episode.step_delay
-        if delay > 0:  # live: each decision stored and sent on its own, then the pause
-            self.flush()
-            time.sleep(delay)
-        elif len(self.buffer) >= BATCH_STEPS or time.monotonic() - self.last_flush >= BATCH_SECONDS:
+        paced = self.episode.step_delay > 0  # each decision stored and sent on its own
+        full = len(self.buffer) >= BATCH_STEPS
+        if paced or full or time.monotonic() - self.last_flush >= BATCH_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -131,20 +136,49 @@ class _BatchWriter:
         self.io_seconds += time.perf_counter() - started
 
 
-def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode:
-    """Claim the episode and play it from its stored steps to the end.
+class Paused(Exception):
+    """A paced episode played its decision for this task; its continuation plays on."""
 
-    Outcomes: finished; failed with the error (anything but an infrastructure error, which
-    propagates to the task for a retry); or stopped early because it was cancelled or a
-    newer attempt took it over, which then owns the episode.
+
+class _OneDecision:
+    """A paced episode's buyer: it decides once per task, and pauses the run when asked
+    again (before deciding, so no decision is made twice)."""
+
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+        self._decided = False
+
+    def __getattr__(self, name: str) -> Any:  # name, stats, last_decision, reset...
+        return getattr(self._policy, name)
+
+    def act(self, observation) -> Any:
+        if self._decided:
+            raise Paused
+        self._decided = True
+        return self._policy.act(observation)
+
+
+def episode_run(
+    *, episode_id: int, live_updates: bool | None = None, attempt: int | None = None
+) -> Episode:
+    """Claim the episode and play it from its stored steps to the end (a paced episode:
+    its next decision). ``attempt``: this task continues that claim of a paced episode
+    instead of claiming anew; it stops at once if the claim is no longer the newest.
+
+    Outcomes: finished; paused until its continuation; failed with the error (anything
+    but an infrastructure error, which propagates to the task for a retry); or stopped
+    early because it was cancelled or a newer attempt took it over, which then owns it.
     """
     episode = Episode.objects.get(pk=episode_id)
-    attempt = None if episode.is_terminal else episode_claim(episode=episode)
-    if attempt is None:
-        return episode
     live_updates = episode.sweep_id is None if live_updates is None else live_updates
-    if live_updates:
-        live.publish_episode_status(episode)
+    if attempt is None:
+        attempt = None if episode.is_terminal else episode_claim(episode=episode)
+        if attempt is None:
+            return episode
+        if live_updates:
+            live.publish_episode_status(episode)
+    elif not episode_touch(episode=episode, attempt=attempt):
+        return episode  # cancelled or taken over during the pause
 
     stored_actions = list(episode.decisions.order_by("step").values_list("action", flat=True))
     writer = _BatchWriter(episode, attempt, len(stored_actions), live_updates)
@@ -159,6 +193,8 @@ def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode
             )
             if approvals.approval_required(episode=episode):
                 policy = approvals.ApprovalGate(policy, episode)
+            if episode.step_delay > 0:
+                policy = _OneDecision(policy)
             result = run_episode(
                 episode.scenario_snapshot,
                 policy,
@@ -171,6 +207,15 @@ def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode
             )
         if writer.buffer:
             writer.flush()
+    except Paused:
+        dispatch.enqueue(
+            dispatch.RUN_EPISODE,
+            episode.pk,
+            attempt,
+            queue=episode.queue,
+            countdown=episode.step_delay,
+        )
+        return episode
     except approvals.AwaitingApproval:
         # A person answers the escalation; the answer (or the timeout) sends the run on.
         with contextlib.suppress(AttemptSuperseded):
@@ -192,6 +237,8 @@ def episode_run(*, episode_id: int, live_updates: bool | None = None) -> Episode
         return episode
 
     wall = time.perf_counter() - started
+    if episode.step_delay > 0:  # paced: the whole run, pauses included, as it was watched
+        wall = (timezone.now() - episode.started_at).total_seconds()
     metrics = {**result.metrics, "wall_seconds": round(wall, 6)}
     episode_finish(
         episode=episode,

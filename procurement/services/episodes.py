@@ -18,7 +18,7 @@ from procurement.roles import may_cancel_episode
 from procurement.run_plan import HUMAN_QUEUE
 from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
-from procurement.services.quotas import llm_episode_quota_check
+from procurement.services.quotas import episode_quota_check
 from procurement.services.run_status import cancel_run
 from procurement.worlds import episode_env
 
@@ -64,26 +64,30 @@ def episode_create(
     """Create a queued episode and hand it to a worker once the row is committed.
 
     ``seed`` None takes the next free one; ``step_delay`` seconds between decisions pace
-    a live episode for people watching (0: engine speed). A human seat is sealed: the
-    server draws its seed (a ``seed`` given for one is refused with a ValidationError)
-    and its world under the server's key (procurement.worlds)."""
+    a live episode for people watching (0: engine speed; see episode_runner: no worker
+    waits through the pause). An episode that uses a language model plays at the model's
+    pace (its step_delay is 0): a paused run's continuation would ask the model again for
+    every stored supplier turn, and the buyer's LLM counts live in one task. A human seat
+    is sealed: the server draws its seed (a ``seed`` given for one is refused with a
+    ValidationError) and its world under the server's key (procurement.worlds)."""
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
     requested_seed = seed
     if seed is None:
         seed = next_free_seed(scenario=scenario, policy=policy)
     episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
-    episode.step_delay = step_delay
     plan = episode.run_plan
+    episode.step_delay = 0.0 if plan.uses_llm else step_delay
     if plan.queue == HUMAN_QUEUE:
         from procurement.services import human_seat
 
         human_seat.seat_check_allowed(plan=plan)
         human_seat.seat_seal(episode=episode, requested_seed=requested_seed)
+        episode_quota_check(user=user, plan=plan)
         episode.save()
         human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
         return episode
-    llm_episode_quota_check(user=user, plan=plan)
+    episode_quota_check(user=user, plan=plan)
     episode.save()
     if enqueue:
         dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
@@ -205,14 +209,24 @@ class ReplayReport:
 
 def episode_replay(*, episode: Episode) -> ReplayReport:
     """Re-run the stored actions through a fresh engine and compare the score; Conflict
-    unless the episode finished."""
+    unless the episode finished.
+
+    It reads what was stored and never runs a model: an LLM buyer's actions are stored,
+    and the suppliers a model played answer from the record (their stored responses,
+    ``negotiation.suppliers.recorded``), so a replay is engine time, inside the request,
+    whoever played. It checks the engine and the record, not the model."""
+    from negotiation.suppliers.recorded import RecordedReplies
+
     if episode.status != EpisodeStatus.FINISHED:
         raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
-    env = episode_env(episode)
-    actions = episode.decisions.order_by("step").values_list("action", flat=True)
+    replies = RecordedReplies() if episode.run_plan.suppliers_use_llm else None
+    env = episode_env(episode, llm_backend=replies)
+    records = episode.decisions.order_by("step").values_list("action", "response", "supplier_actor")
     steps = 0
-    for action in actions.iterator(chunk_size=2000):
+    for action, response, supplier_actor in records.iterator(chunk_size=2000):
+        if replies is not None:
+            replies.expect(response=response, supplier_actor=supplier_actor)
         env.step(action)
         steps += 1
     replayed = env.score().score

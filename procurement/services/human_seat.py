@@ -1,6 +1,9 @@
 """The human seat: an analyst plays the buyer of an episode, one move at a time.
 
-No worker waits for the person. A move locks the episode's row, replays the stored
+No worker waits for the person. A move names the step it plays (the number of decisions
+already stored, as the person saw it) and is played exactly once: a resent, doubled or
+stale move names a step that is no longer next and is refused (Conflict, with
+``next_step``) without playing anything. A move locks the episode's row, replays the stored
 actions through a fresh engine (the engine is deterministic, so this rebuilds the exact
 world), applies the new action and stores it as the next decision through the same
 fenced writer as the runners, then publishes it. An action the engine refuses is
@@ -109,12 +112,14 @@ def _rebuild(episode: Episode) -> ProcurementEnv:
     return env
 
 
-def seat_play(*, episode_id: int, user, action: Any) -> dict[str, Any]:
-    """Apply the seat holder's action; returns the stored decision's payload.
+def seat_play(*, episode_id: int, user, step: int, action: Any) -> dict[str, Any]:
+    """Apply the seat holder's action as decision ``step``; returns its stored payload.
 
-    Raises Forbidden (not yours), Conflict (not running, over, handed over), another
-    ApplicationError (not a human seat) or RefusedMove (the engine's coded error; nothing
-    stored).
+    Raises Forbidden (not yours), Conflict (not running, over, handed over, or ``step`` is
+    not the next one), another ApplicationError (not a human seat) or RefusedMove (the
+    engine's coded error; nothing stored). The row lock (SQLite: the write lock its
+    IMMEDIATE transactions take) orders concurrent moves, so of several for one step
+    exactly one is played.
     """
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id)
@@ -124,6 +129,12 @@ def seat_play(*, episode_id: int, user, action: Any) -> dict[str, Any]:
             raise Forbidden("Only the analyst who started this episode plays its seat.")
         if episode.status != EpisodeStatus.RUNNING:
             raise Conflict(f"The episode is {episode.status}; it takes no more moves.")
+        if step != episode.steps:
+            raise Conflict(
+                f"This move is for step {step}, but the next step is {episode.steps}: "
+                "nothing was played. Look at the latest state and move again.",
+                {"next_step": episode.steps},
+            )
         env = _rebuild(episode)
         if env.done:
             raise Conflict("The episode is over.")

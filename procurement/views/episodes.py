@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from procurement.forms import StartEpisodeForm
 from procurement.models import Episode
-from procurement.roles import may_cancel_episode
+from procurement.roles import ROLES, may_cancel_episode, user_role
 from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
 from procurement.selectors.episodes import episode_model_label
@@ -47,6 +47,9 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
             "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
             "model": episode_model_label(episode),  # marks the rows its model played
             "error": episode.error,
+            # The approval card offers its buttons only to those who may answer.
+            "viewer": {"username": request.user.get_username(), "role": user_role(request.user)},
+            "roles": ROLES,
         },
         "can_cancel": may_cancel_episode(request.user, episode),
         "seat": episode.run_plan.human_seat and episode.created_by_id == request.user.pk,

@@ -436,6 +436,15 @@ def test_escalate_pr_and_thread():
                 "action_type": "negotiate",
                 "supplier_id": "S01",
                 "requirement_id": "R01",
+                "price": 10**400,  # no float holds it: was an OverflowError
+            },
+            "invalid_number",
+        ),
+        (
+            {
+                "action_type": "negotiate",
+                "supplier_id": "S01",
+                "requirement_id": "R01",
                 "price": -3,
             },
             "out_of_range",

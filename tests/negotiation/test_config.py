@@ -56,6 +56,9 @@ def test_bilateral_overrides():
         ({"disruptions": [{"week": 2, "kind": "meteor"}]}, "disruptions.0.kind"),
         ({"max_steps": 2}, "max_steps"),
         ({"pr_threshold": float("nan")}, "pr_threshold"),
+        ({"escalation_approver_role": "intern"}, "escalation_approver_role"),
+        ({"escalation_approval_above": -1.0}, "escalation_approval_above"),
+        ({"escalation_approval_above": float("inf")}, "escalation_approval_above"),
     ],
 )
 def test_validation_errors_name_fields(patch, field):
@@ -142,3 +145,13 @@ def test_scrubbing_hides_each_named_suppliers_persona_and_nothing_else():
         k: v for k, v in config.items() if k != "supplier_roster"
     }
     assert scrub_hidden_settings({"supplier_roster": ["odd", 3]}) == {"supplier_roster": ["odd", 3]}
+
+
+def test_stored_configs_without_the_approval_thresholds_keep_working():
+    stored = load_scenario("easy_negotiation").model_dump(mode="json")
+    for name in ("escalation_approver_role", "escalation_approval_above"):
+        del stored[name]
+    cfg = load_scenario(stored)
+    assert (cfg.escalation_approver_role, cfg.escalation_approval_above) == ("ops", 0.0)
+    units = ScenarioConfig.model_fields["escalation_approval_above"].description
+    assert "scenario's money" in units and "standing counter x the quantity" in units

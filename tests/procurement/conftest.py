@@ -28,6 +28,14 @@ def _fast_password_hashing(settings) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _login_budget_apart(settings) -> None:
+    """Every test's client logs in from 127.0.0.1: together they would spend the address's
+    budget of failed logins (procurement.login_budget) for the tests after them. The
+    budget's own tests use addresses and a limit of their own."""
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = 10_000
+
+
 @pytest.fixture
 def seeded(db) -> None:
     """The built-in presets, catalogue and rule policies, loaded the way operators do."""

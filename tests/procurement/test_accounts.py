@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.test import Client
@@ -193,3 +194,25 @@ def test_admin_login_shares_the_lockout(client, django_user_model, settings) -> 
     right = client.post("/admin/login/", {"username": "root", "password": PASSWORD})
     assert right.status_code == 429
     assert client.get("/admin/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_an_admin_role_user_lifts_a_lockout_in_the_admin(client, user_with_role, settings):
+    """As docs/operations.md says: an admin (the role, not only a superuser) lifts it."""
+    user_with_role("analyst", username="alice")
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "alice", "password": f"guess-{i}"})
+    locked = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert locked.status_code == 429
+    admin = Client()
+    admin.force_login(user_with_role("admin"))
+    listed = admin.get("/admin/axes/accessattempt/?locked_out=yes")
+    assert listed.status_code == 200 and b"alice" in listed.content
+    attempt = AccessAttempt.objects.get(username="alice")
+    lifted = admin.post(
+        "/admin/axes/accessattempt/",
+        {"action": "delete_selected", "_selected_action": [attempt.pk], "post": "yes"},
+    )
+    assert lifted.status_code == 302 and not AccessAttempt.objects.exists()
+    again = client.post("/accounts/login/", {"username": "alice", "password": PASSWORD})
+    assert again.status_code == 302 and client.get("/").status_code == 200

@@ -4,7 +4,9 @@ Every API operation is taken from the OpenAPI schema, every WebSocket route from
 routing table and every command from the app's commands folder, so a new one cannot be
 forgotten: each walk first checks that it knows how to reach everything there is.
 On PostgreSQL a NUL character used to be a 500 (text and jsonb refuse it); on SQLite it
-was stored. Deeply nested JSON was a 500 on every database.
+was stored. Deeply nested JSON was a 500 on every database. A lone surrogate ("\\ud800")
+was stored on SQLite and every later read that carried it was a 500; a number of 400
+digits was a 500 in the engine. Whatever was stored before these rules still reads.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command, find_commands
-from django.db import connections, transaction
+from django.db import DataError, connections, transaction
 from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
@@ -27,16 +29,25 @@ import procurement
 from config.asgi import application
 from config.routing import websocket_urlpatterns
 from procurement.consumers import NotFoundConsumer
-from procurement.limits import DEPTH_PROBLEM, MAX_JSON_DEPTH, MAX_SEED, NUL_PROBLEM
+from procurement.limits import (
+    DEPTH_PROBLEM,
+    MAX_JSON_DEPTH,
+    MAX_SEED,
+    NUL_PROBLEM,
+    NUMBER_PROBLEM,
+    SURROGATE_PROBLEM,
+)
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.services.episodes import episode_create
 from procurement.services.evaluations import evaluation_create
 from procurement.services.sweeps import sweep_create
-from tests.websockets import ORIGIN, refused_code
+from tests.websockets import HOST, ORIGIN, refused_code
 
 NUL = "\u0000"
 DEEP = "[" * 100_000  # the decoder's recursion, not the depth rule, gives up first
 NUL_JSON = json.dumps({"name": f"x{NUL}y", "config": {"description": NUL}, "params": {NUL: 1}})
+SURROGATE_JSON = json.dumps({"name": "x\ud800", "action": {"message": "\udfff"}})  # escaped
+HUGE_JSON = '{"seed": 1e400, "price": 1' + "0" * 400 + "}"  # infinity; 400 digits
 
 
 @pytest.fixture
@@ -75,11 +86,17 @@ def _bad_requests(has_body: bool) -> Iterator[tuple[str, dict, str]]:
     if has_body:
         yield "json nul", {"data": NUL_JSON, "content_type": "application/json"}, NUL_PROBLEM
         yield "json deep", {"data": DEEP, "content_type": "application/json"}, DEPTH_PROBLEM
+        yield (
+            "json surrogate",
+            {"data": SURROGATE_JSON, "content_type": "application/json"},
+            (SURROGATE_PROBLEM),
+        )
+        yield "json huge", {"data": HUGE_JSON, "content_type": "application/json"}, NUMBER_PROBLEM
         yield "form nul", {"data": {"name": f"x{NUL}"}}, NUL_PROBLEM
 
 
 @pytest.mark.django_db
-def test_every_api_operation_refuses_nul_and_deep_json(
+def test_every_api_operation_refuses_nul_surrogates_huge_numbers_and_deep_json(
     api_client_for, rows, snapshot_counts
 ) -> None:
     client = api_client_for("admin")
@@ -111,7 +128,10 @@ def test_form_bodies_of_put_and_patch_are_checked_by_the_parser(
         content_type="application/x-www-form-urlencoded",
     )
     assert response.status_code == 400
-    assert response.json() == {"detail": f"Form parse error - {NUL_PROBLEM}"}
+    assert response.json() == {
+        "detail": f"Form parse error - description: {NUL_PROBLEM}",
+        "field": "description",
+    }
     assert snapshot_counts() == before
     policy.refresh_from_db()
     assert "\x00" not in policy.description
@@ -125,10 +145,13 @@ def test_form_bodies_of_put_and_patch_are_checked_by_the_parser(
         ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), DEPTH_PROBLEM),
         (json.dumps({"scenarios": ["hard_arena"], "policies": [f"exp{NUL}ert"]}), NUL_PROBLEM),
         (json.dumps({f"seeds{NUL}": 1}), NUL_PROBLEM),
+        ('{"scenarios": ["hard_arena"], "name": "\\udc00"}', SURROGATE_PROBLEM),
+        ('{"seeds": 2, "seed_start": 1e400}', NUMBER_PROBLEM),
+        ('{"seeds": -' + "9" * 400 + "}", NUMBER_PROBLEM),
     ],
-    ids=["100000-deep", "one-too-deep", "nul-value", "nul-key"],
+    ids=["100000-deep", "one-too-deep", "nul-value", "nul-key", "surrogate", "inf", "huge"],
 )
-def test_the_json_parser_names_the_problem(
+def test_the_json_parser_names_the_problem_and_the_field(
     api_client_for, seeded, snapshot_counts, body, problem
 ) -> None:
     before = snapshot_counts()
@@ -136,7 +159,16 @@ def test_the_json_parser_names_the_problem(
         "/api/sweeps/", data=body, content_type="application/json"
     )
     assert response.status_code == 400
-    assert response.json() == {"detail": f"JSON parse error - {problem}"}
+    field = {
+        NUL_PROBLEM: "policies[0]" if "policies" in body else None,
+        SURROGATE_PROBLEM: "name",
+        NUMBER_PROBLEM: "seed_start" if "seed_start" in body else "seeds",
+    }.get(problem)
+    where = f"{field}: " if field else ""
+    assert response.json() == {
+        "detail": f"JSON parse error - {where}{problem}",
+        **({"field": field} if field else {}),
+    }
     assert snapshot_counts() == before
 
 
@@ -173,8 +205,12 @@ def test_nul_in_a_query_string_is_a_400_everywhere(admin_client, url) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("params", ['{"a": "\\u0000"}', DEEP], ids=["nul", "deep"])
-def test_admin_json_fields_refuse_nul_and_deep_json(admin_client, snapshot_counts, params):
+@pytest.mark.parametrize(
+    "params",
+    ['{"a": "\\u0000"}', DEEP, '{"a": "\\ud800"}', '{"a": 1e400}'],
+    ids=["nul", "deep", "surrogate", "infinite"],
+)
+def test_admin_json_fields_refuse_bad_json(admin_client, snapshot_counts, params):
     admin_client.raise_request_exception = False
     before = snapshot_counts()
     response = admin_client.post(
@@ -200,6 +236,9 @@ BAD_FRAMES = {
     "malformed": ("{not json", "Malformed JSON"),
     "deep": (DEEP, DEPTH_PROBLEM),
     "nul": (json.dumps({"action_type": NUL}), NUL_PROBLEM),
+    "surrogate": ('{"type": "resume", "after_step": 1, "x": "\\ud800"}', SURROGATE_PROBLEM),
+    "infinite": ('{"type": "resume", "after_step": 1e400}', f"after_step: {NUMBER_PROBLEM}"),
+    "5000 digits": ('{"type": "resume", "after_step": 1' + "0" * 5000 + "}", NUMBER_PROBLEM),
     "valid": (json.dumps({"action_type": "award_contract"}), "read-only"),
 }
 
@@ -232,7 +271,7 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
         routes.append(paths[params[0]] if params else "/" + str(pattern.pattern))
     try:
         for path in routes:
-            communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, cookie])
+            communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, HOST, cookie])
             connected, _ = await communicator.connect()
             assert connected, path
             await communicator.receive_json_from()  # the snapshot
@@ -362,3 +401,124 @@ def test_run_sweep_with_a_bad_timeout_leaves_no_queued_sweep(seeded) -> None:
         )  # fmt: skip
     assert not Sweep.objects.exists()
     assert not Episode.objects.exists()
+
+
+# The human seat: bad moves, and what was stored before these rules.
+
+MOVE = '{"step": 0, "action": {"action_type": "negotiate", "supplier_id": "S01", '
+MOVE += '"requirement_id": "R01", %s}}'
+
+
+@pytest.fixture(autouse=True)
+def _world_key(settings) -> None:
+    settings.WORLD_KEY = "the test server's world key"
+
+
+def _seat(user) -> Episode:
+    episode = episode_create(
+        scenario=Scenario.objects.get(name="bilateral_hardball"),
+        policy=PolicyConfig.objects.get(name="human"),
+        user=user,
+    )
+    # the server drew the seat's seed at random: these tests play one known sealed world
+    Episode.objects.filter(pk=episode.pk).update(seed=0)
+    episode.refresh_from_db()
+    return episode
+
+
+def _seat_holder(user_with_role) -> tuple[Client, Episode]:
+    """An admin-role seat holder (who may read the admin pages too), logged in."""
+    holder = user_with_role("admin")
+    client = Client()
+    client.force_login(holder)
+    client.raise_request_exception = False
+    return client, _seat(holder)
+
+
+def _failed_reads(client, episode: Episode) -> dict[str, int]:
+    """Every HTTP read of the episode (the API, its page, its admin pages) that did not
+    answer 200, with its status."""
+    episode.refresh_from_db()
+    decisions = episode.decisions.values_list("pk", flat=True)
+    urls = [
+        f"/api/episodes/{episode.pk}/",
+        f"/api/episodes/{episode.pk}/decisions/",
+        *(f"/api/episodes/{episode.pk}/state/?step={s}" for s in range(-1, episode.steps)),
+        f"/episodes/{episode.pk}/",
+        f"/admin/procurement/episode/{episode.pk}/change/",
+        *(f"/admin/procurement/decision/{pk}/change/" for pk in decisions),
+    ]
+    statuses = {url: client.get(url).status_code for url in urls}
+    return {url: status for url, status in statuses.items() if status != 200}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fields", "field", "problem"),
+    [
+        ('"price": 21, "message": "a\\ud800b"', "action.message", SURROGATE_PROBLEM),
+        ('"price": 1e400', "action.price", NUMBER_PROBLEM),
+        ('"price": 1' + "0" * 400, "action.price", NUMBER_PROBLEM),
+    ],
+    ids=["surrogate", "inf", "400 digits"],
+)
+def test_a_bad_move_is_a_400_naming_its_field_and_every_read_still_works(
+    user_with_role, seeded, snapshot_counts, fields, field, problem
+) -> None:
+    client, episode = _seat_holder(user_with_role)
+    before = snapshot_counts()
+    url = f"/api/episodes/{episode.pk}/act/"
+    refused = client.post(url, MOVE % fields, content_type="application/json")
+    assert refused.status_code == 400
+    assert refused.json()["field"] == field and problem in refused.json()["detail"]
+    assert snapshot_counts() == before
+    assert _failed_reads(client, episode) == {}
+    played = client.post(url, MOVE % '"price": 21', content_type="application/json")
+    assert played.status_code == 201
+    assert _failed_reads(client, episode) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lone_surrogate_stored_before_the_rules_reads_as_a_replacement_character(
+    user_with_role, seeded
+) -> None:
+    """SQLite kept one inside JSON (escaped); every read that carried it was a 500 (the
+    decisions, the admin, the dataset export). PostgreSQL's jsonb never stores one."""
+    client, episode = _seat_holder(user_with_role)
+    url = f"/api/episodes/{episode.pk}/act/"
+    played = client.post(url, MOVE % '"price": 21', content_type="application/json")
+    assert played.status_code == 201
+    stored = json.dumps({**played.json()["action"], "message": "a\ud800b"})
+    assert "\\ud800" in stored  # as json.dumps (and Django's JSONField) escape it
+    with connections["default"].cursor() as cursor:
+        write = "UPDATE procurement_decision SET action = %s WHERE episode_id = %s"
+        if connections["default"].vendor == "postgresql":
+            with pytest.raises(DataError), transaction.atomic():
+                cursor.execute(write, [stored, episode.pk])
+            return
+        cursor.execute(write, [stored, episode.pk])
+    assert episode.decisions.get().action["message"] == "a\ufffdb"
+    assert _failed_reads(client, episode) == {}
+    decisions = client.get(f"/api/episodes/{episode.pk}/decisions/").json()["results"]
+    assert decisions[0]["action"]["message"] == "a\ufffdb"
+    assert async_to_sync(_stream_reads)(client, episode.pk) == ["a\ufffdb", "a\ufffdb"]
+    Episode.objects.filter(pk=episode.pk).update(status="finished", score=0.5)
+    export = client.get("/api/datasets/export/?policy=human")
+    assert export.status_code == 200
+    assert "a\ufffdb" in b"".join(export.streaming_content).decode()
+
+
+async def _stream_reads(client: Client, episode_id: int) -> list[str]:
+    """The first decision's message, from the episode stream's snapshot and a resume."""
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    path = f"/ws/episodes/{episode_id}/"
+    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, HOST, cookie])
+    try:
+        assert (await communicator.connect())[0]
+        snapshot = await communicator.receive_json_from(timeout=5)
+        await communicator.send_json_to({"type": "resume", "after_step": -1})
+        resumed = await communicator.receive_json_from(timeout=5)
+        await communicator.disconnect()
+        return [m["decisions"][0]["action"]["message"] for m in (snapshot, resumed)]
+    finally:
+        await sync_to_async(connections.close_all)()

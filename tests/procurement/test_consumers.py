@@ -21,7 +21,7 @@ from procurement.services.episodes import episode_create
 from procurement.services.live import encoded
 from procurement.services.scenarios import presets_seed
 from procurement.services.sweeps import sweep_create
-from tests.websockets import ORIGIN, refused_code
+from tests.websockets import HOST, ORIGIN, refused_code
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +53,7 @@ def _episode(seed: int = 4):
 
 
 async def _connect(path: str, *headers) -> tuple[WebsocketCommunicator, bool, int | None]:
-    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, *headers])
+    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, HOST, *headers])
     connected, code = await communicator.connect()
     return communicator, connected, code
 
@@ -219,4 +219,38 @@ async def test_group_events_go_out_encoded_once_and_without_a_database_hop(
     await layer.group_send(episode.group_name, plain)
     assert await communicator.receive_json_from() == plain
     assert hops == []
+    await communicator.disconnect()
+
+
+@sync_to_async
+def _store_decisions(episode, count: int) -> None:
+    from procurement.models import Decision
+
+    row = {"week": 1, "action": {"action_type": "defer"}, "valid": True, "reward": 0.0}
+    Decision.objects.bulk_create(
+        Decision(episode=episode, step=step, running_score=0.0, **row) for step in range(count)
+    )
+
+
+async def test_a_resume_answers_a_page_at_a_time(user_with_role) -> None:
+    # Before: one resume answered every stored decision after the step (5,000 at most,
+    # 4.8 MB), as often as a client asked.
+    from procurement.selectors.live import STREAM_PAGE
+
+    cookie = await _session_cookie(user_with_role, "analyst")
+    episode = await _episode()
+    total = 2 * STREAM_PAGE + 50
+    await _store_decisions(episode, total)
+    communicator, connected, _ = await _connect(f"/ws/episodes/{episode.pk}/", cookie)
+    assert connected
+    snapshot = await communicator.receive_json_from()
+    assert [d["step"] for d in snapshot["decisions"]] == list(range(total - STREAM_PAGE, total))
+    steps, after, messages = [], -1, 0
+    while after is not None:
+        await communicator.send_json_to({"type": "resume", "after_step": after})
+        page = await communicator.receive_json_from()
+        assert len(page["decisions"]) <= STREAM_PAGE
+        steps += [d["step"] for d in page["decisions"]]
+        after, messages = page["next_after_step"], messages + 1
+    assert steps == list(range(total)) and messages == 3
     await communicator.disconnect()

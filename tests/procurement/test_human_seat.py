@@ -1,14 +1,19 @@
 """The human seat: an analyst plays the buyer move by move through the API; no worker
-waits; refused moves store nothing; idle seats are handed to the fallback policy."""
+waits; refused moves store nothing; each move is played exactly once (it names its step);
+idle seats are handed to the fallback policy."""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from negotiation import ProcurementEnv, get_policy, load_scenario
 from procurement.models import Decision, Episode, PolicyConfig, Scenario
@@ -50,8 +55,12 @@ def _list_price(client, episode) -> float:
     return state["suppliers"][0]["list_prices"]["R01"]
 
 
-def _act(client, episode, action):
-    return client.post(f"/api/episodes/{episode.pk}/act/", {"action": action}, format="json")
+def _act(client, episode, action, step: int | None = None):
+    """POST a move for ``step`` (default: the next one, as a page that is up to date)."""
+    if step is None:
+        step = Episode.objects.get(pk=episode.pk).steps
+    body = {"step": step, "action": action}
+    return client.post(f"/api/episodes/{episode.pk}/act/", body, format="json")
 
 
 def test_a_human_episode_waits_for_its_analyst_on_no_queue(seat) -> None:
@@ -80,6 +89,60 @@ def test_valid_moves_are_stored_and_refused_ones_change_nothing(seat, snapshot_c
     assert snapshot_counts() == before
     second = _act(analyst, episode, {**offer, "price": round(ask * 0.82, 2)})
     assert second.status_code == 201 and second.json()["step"] == 1
+
+
+def test_a_move_for_a_step_already_played_is_refused_and_changes_nothing(
+    seat, snapshot_counts
+) -> None:
+    analyst, episode = seat
+    move = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+    ask = _list_price(analyst, episode)
+    first, second = round(ask * 0.8, 2), round(ask * 0.82, 2)
+    assert _act(analyst, episode, {**move, "price": first}, step=0).status_code == 201
+    before = snapshot_counts()
+    for step in (0, 2):  # resent or stale; a step not reached yet
+        refused = _act(analyst, episode, {**move, "price": second}, step=step)
+        assert refused.status_code == 409, refused.json()
+        assert refused.json()["next_step"] == 1 and "nothing was played" in refused.json()["detail"]
+    missing = analyst.post(
+        f"/api/episodes/{episode.pk}/act/", {"action": {**move, "price": second}}, format="json"
+    )
+    assert missing.status_code == 400 and "step" in missing.json()
+    assert snapshot_counts() == before
+    assert _act(analyst, episode, {**move, "price": second}, step=1).status_code == 201
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicate_moves_store_exactly_one(user_with_role, seeded) -> None:
+    """Six identical moves at once, each on its own connection: one is played, five are
+    refused. (The embedded SQLite file, whose IMMEDIATE transactions serialise them, is
+    checked on the real site in test_pages_browser: the tests' in-memory SQLite refuses
+    concurrent writers outright instead of waiting.)"""
+    analyst = user_with_role("analyst")
+    episode = episode_create(
+        scenario=Scenario.objects.get(name="bilateral_hardball"),
+        policy=PolicyConfig.objects.get(name="human"),
+        user=analyst,
+    )
+    move = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+    start = threading.Barrier(6)
+
+    def play(_: int) -> int:
+        client = APIClient()
+        client.force_login(analyst)
+        try:
+            start.wait(timeout=30)
+            return _act(client, episode, {**move, "price": 21.0}, step=0).status_code
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    with ThreadPoolExecutor(6) as pool:
+        codes = sorted(pool.map(play, range(6)))
+    assert codes == [201, 409, 409, 409, 409, 409]
+    assert list(Decision.objects.filter(episode=episode).values_list("step", flat=True)) == [0]
+    episode.refresh_from_db()
+    assert episode.steps == 1 and episode.status == "running"
 
 
 def test_only_the_seat_holder_plays_and_only_while_it_runs(seat, api_client_for) -> None:

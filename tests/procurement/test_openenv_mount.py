@@ -30,7 +30,7 @@ TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 60.0}  # first use i
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[EmbeddedSite]:
-    site = EmbeddedSite()
+    site = EmbeddedSite({"OPENENV_MAX_SESSIONS_PER_USER": "2"})
     try:
         yield site
     finally:
@@ -54,8 +54,8 @@ def fetch(
         return exc.code, dict(exc.headers), json.loads(exc.read())
 
 
-def login(site: EmbeddedSite, username: str) -> str:
-    """Log in through the login form; return the session cookie's value."""
+def login(site: EmbeddedSite, username: str) -> dict[str, str]:
+    """Log in through the login form; return the cookies (sessionid, csrftoken)."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{site.url}/accounts/login/", timeout=30).read().decode()
@@ -69,9 +69,9 @@ def login(site: EmbeddedSite, username: str) -> str:
         ),
         timeout=30,
     )
-    session = {c.name: c.value for c in jar}.get("sessionid")
-    assert session, "login failed: no session cookie"
-    return session
+    cookies = {c.name: c.value for c in jar}
+    assert "sessionid" in cookies, "login failed: no session cookie"
+    return cookies
 
 
 def ws_url(site: EmbeddedSite) -> str:
@@ -161,12 +161,20 @@ def test_basic_auth_serves_http_and_a_whole_episode_over_the_websocket(
 
 
 def test_a_session_login_serves_http_and_the_websocket(site: EmbeddedSite) -> None:
-    cookie = {"Cookie": f"sessionid={login(site, 'analyst')}"}
+    cookies = login(site, "analyst")
+    cookie = {"Cookie": f"sessionid={cookies['sessionid']}"}
     status, _, answer = fetch(site.url + "/openenv/metadata", headers=cookie)
     assert status == 200 and answer["name"] == "procurement_arena"
-    # As on the API: a cookie alone does not authorise an unsafe request (CSRF).
+    # As on the API: a cookie alone does not authorise an unsafe request (CSRF)...
     status, _, answer = fetch(site.url + "/openenv/reset", headers=cookie, body={"seed": 1})
     assert status == 403 and "CSRF" in answer["detail"]
+    # ...with the CSRF token it does (it was a 415: the check tried to parse the JSON body).
+    csrf = {
+        "Cookie": f"sessionid={cookies['sessionid']}; csrftoken={cookies['csrftoken']}",
+        "X-CSRFToken": cookies["csrftoken"],
+    }
+    status, _, answer = fetch(site.url + "/openenv/reset", headers=csrf, body={"seed": 1})
+    assert status == 200 and answer["observation"]["metadata"]["seed"] == 1
     with GenericEnvClient(base_url=site.url + "/openenv", headers=cookie, **TIMEOUTS) as env:
         play_expert(env, "bilateral_cooperative", 2)
     # A page of this site may open it; a page of another site may not (the cookie is ambient).
@@ -184,3 +192,34 @@ def test_the_rest_of_the_site_is_untouched(site: EmbeddedSite) -> None:
         assert response.status == 200
     status, _, answer = fetch(site.url + "/api/scenarios/")
     assert status == 401 and "detail" in answer
+
+
+def test_each_user_holds_at_most_their_share_of_sessions(site: EmbeddedSite) -> None:
+    auth = {"Authorization": basic("analyst")}
+    assert fetch(site.url + "/openenv/health", headers=auth)[0] == 200  # openenv loaded
+    mine = [
+        GenericEnvClient(base_url=site.url + "/openenv", headers=auth, **TIMEOUTS) for _ in range(2)
+    ]
+    try:
+        for seed, env in enumerate(mine, start=1):
+            env.reset(scenario="bilateral", seed=seed)
+        with connect(ws_url(site), additional_headers=auth, open_timeout=10) as ws:
+            error = json.loads(ws.recv(timeout=30))["data"]
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+        assert error["code"] == "SESSION_LIMIT" and closed.value.rcvd.code == 4429
+        assert "You hold 2 OpenEnv session(s); the limit per user is 2" in error["message"]
+        create = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+        status, _, answer = fetch(site.url + "/openenv/mcp", headers=auth, body=create)
+        assert status == 429 and (answer["limit"], answer["held"]) == (2, 2)
+        assert [env.state()["seed"] for env in mine] == [1, 2]  # hers go on
+        site.shell(
+            "from procurement.services.accounts import user_create; "
+            f"user_create(username='analyst2', role='analyst', password='{PASSWORD}')"
+        )
+        other = {"Authorization": basic("analyst2")}
+        with GenericEnvClient(base_url=site.url + "/openenv", headers=other, **TIMEOUTS) as env:
+            assert env.reset(scenario="bilateral", seed=3).done is False
+    finally:
+        for env in mine:
+            env.close()

@@ -5,6 +5,7 @@ data/screenshots/ as artifacts."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -199,19 +200,101 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
     assert "counter" in page.locator("#timeline tbody tr").nth(1).text_content()
     screenshot(page, "human-seat-1366")
 
+    # Play is disabled while a move is in flight (held here until checked).
+    held = []
+    page.route("**/act/", lambda route: held.append(route))
+    offer("23")
+    page.wait_for_function("document.getElementById('seat-submit').disabled")
+    while not held:
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    page.wait_for_function("!document.getElementById('seat-submit').disabled")
+    page.unroute("**/act/")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 3")
 
-def test_an_escalation_waits_for_approval_on_the_page_and_the_overview(page, site) -> None:
+    # The same move six times at once on the embedded SQLite: played once.
+    codes = page.evaluate(
+        """async () => {
+          const id = JSON.parse(document.getElementById("episode-page").textContent).episode.id;
+          const action = {action_type: "negotiate", supplier_id: "S01", requirement_id: "R01",
+                          price: 24};
+          const post = () => window.arenaPost(`/api/episodes/${id}/act/`, {step: 3, action});
+          const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(post));
+          return answers.map(([ok, body]) => ok ? 201 : body.next_step);
+        }"""
+    )
+    assert sorted(codes) == [4, 4, 4, 4, 4, 201], codes  # five refused: next_step is 4
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 4")
+
+
+def test_an_escalation_waits_for_someone_other_than_its_starter(page, site) -> None:
     login(page, site, "analyst")
     episode_url = start_from_form(page, site, "approvals_demo", seed="1")
     page.wait_for_selector("#approval:not([hidden])")
     assert "escalate" in page.locator("#approval-text").text_content()
+    # The starter is offered no buttons, and told why.
+    page.wait_for_selector("#approval-why:not([hidden])")
+    assert "You started this run" in page.locator("#approval-why").text_content()
+    assert page.locator("#approval-actions").is_hidden()
     screenshot(page, "approval-1366")
-    page.click("text=Overview")
-    page.wait_for_selector("#approvals-card:not([hidden]) li")
+    page.context.clear_cookies()
+    login(page, site, "ops")
+    page.wait_for_selector("#approvals-card:not([hidden]) li")  # the overview lists it
     page.goto(episode_url)
-    page.wait_for_selector("#approval:not([hidden])")
+    page.wait_for_selector("#approval-actions:not([hidden])")
+    assert page.locator("#approval-why").is_hidden()
     page.click("#approve")
     page.wait_for_selector("#approval", state="hidden")
     page.wait_for_function("document.getElementById('status').textContent === 'finished'")
     escalation = page.locator("#timeline tbody tr", has_text="escalate").first
-    assert "approved by analyst" in escalation.text_content()
+    assert "approved by ops" in escalation.text_content()
+    assert "Approved by ops (ops)." in page.locator("#approval-log").text_content()
+
+
+LONG_EPISODE = """
+import os
+from pathlib import Path
+from negotiation import load_scenario
+from procurement.models import PolicyConfig
+from procurement.services.episode_runner import episode_run
+from procurement.services.episodes import episode_create
+from procurement.services.scenarios import scenario_create
+config = {**load_scenario("easy_negotiation").model_dump(), "weeks": 104,
+          "actions_per_week": 12, "max_steps": 2000}
+scenario = scenario_create(name="long_random", config=config)
+policy = PolicyConfig.objects.get(name="random")
+episode = episode_create(scenario=scenario, policy=policy, seed=1, enqueue=False)
+episode_run(episode_id=episode.pk, live_updates=False)
+Path(os.environ["DATA_DIR"], "long_episode").write_text(str(episode.pk))
+"""
+
+
+def test_a_long_episode_fills_in_page_by_page_after_a_reconnect(page, site) -> None:
+    # The stream answers a resume 200 decisions at a time: the page asks for each page.
+    site.shell(LONG_EPISODE)  # 543 decisions
+    episode_id = (site.data_dir / "long_episode").read_text()
+    login(page, site, "analyst")
+    first = page.request.get(f"{site.url}/api/episodes/{episode_id}/decisions/?page_size=10")
+    connections = []
+
+    def stream(ws) -> None:
+        server = ws.connect_to_server()
+        connections.append(ws)
+        if len(connections) > 1:
+            return  # the reconnect: everything passes
+
+        def snapshot(message: str) -> None:  # the first: as if only 10 had been stored
+            sent = {**json.loads(message), "decisions": first.json()["results"]}
+            ws.send(json.dumps(sent))
+            ws.close()  # the page reconnects and resumes after step 9
+            server.close()
+
+        server.on_message(snapshot)
+
+    page.route_web_socket(re.compile(r"/ws/episodes/"), stream)
+    page.goto(f"{site.url}/episodes/{episode_id}/")
+    page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 543")
+    steps = page.locator("#timeline tbody tr").evaluate_all(
+        "rows => rows.map(r => +r.dataset.step)"
+    )
+    assert steps == list(range(543)) and len(connections) == 2

@@ -1,4 +1,5 @@
-"""manage.py serve_openenv: the OpenEnv server in its own process, with its session limit."""
+"""manage.py serve_openenv: the OpenEnv server in its own process, with its session limit
+and the site's body cap."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -33,7 +35,7 @@ def test_serve_openenv_serves_health_and_holds_its_session_limit(tmp_path: Path)
         proc = subprocess.Popen(
             [*cmd, "--host", "127.0.0.1", "--max-sessions", "1"],
             cwd=ROOT,
-            env=worker_env(),
+            env={**worker_env(), "REQUEST_BODY_MAX_BYTES": "1024"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -42,6 +44,10 @@ def test_serve_openenv_serves_health_and_holds_its_session_limit(tmp_path: Path)
         url = f"http://127.0.0.1:{port}"
         assert get(url + "/health") == (200, {"status": "healthy"})
         assert get(url + "/metadata")[1]["name"] == "procurement_arena"
+        oversized = urllib.request.Request(url + "/reset", data=b" " * 1025, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:  # the main site's body cap
+            urllib.request.urlopen(oversized, timeout=30)
+        assert refused.value.code == 413 and json.load(refused.value)["max_bytes"] == 1024
         timeouts = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
         with GenericEnvClient(base_url=url, **timeouts) as first:
             assert first.reset(scenario="bilateral", seed=1).done is False
@@ -56,7 +62,8 @@ def test_serve_openenv_serves_health_and_holds_its_session_limit(tmp_path: Path)
     # uvicorn shuts down cleanly on SIGTERM, then re-raises the signal.
     assert proc.returncode in (0, -signal.SIGTERM), output
     assert "Finished server process" in output
-    assert f"OpenEnv on http://127.0.0.1:{port} (ws /ws), at most 1 sessions." in output
+    assert f"OpenEnv on http://127.0.0.1:{port} (ws /ws), at most 1 sessions, each" in output
+    assert "ended after 600 s without a call." in output
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,24 @@
-"""Episodes run by tasks: batched persistence, resume after interruption, retries."""
+"""Episodes run by tasks: batched persistence, resume after interruption, retries, and
+paced episodes that hold no worker through their pauses."""
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+
 import pytest
 from django.db import OperationalError
+from django.test import override_settings
 
+from negotiation import run_episode
+from procurement import dispatch
+from procurement.limits import MAX_STEP_DELAY
 from procurement.models import Decision, Episode, EpisodeStatus
 from procurement.services import episode_runner
-from procurement.services.episodes import episode_create
+from procurement.services.episodes import episode_cancel, episode_create
 from tests.workers.helpers import assert_contiguous_decisions, engine_score, seeded
+from workers.inprocess import InProcessRunner, install_local_runner
 from workers.tasks import run_episode_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -113,3 +123,100 @@ def test_cancelling_stops_a_running_episode_at_the_next_batch(monkeypatch) -> No
     episode = episode_runner.episode_run(episode_id=episode.pk, live_updates=False)
     assert episode.status == EpisodeStatus.CANCELLED
     assert episode.decisions.count() == 5
+
+
+@contextlib.contextmanager
+def _own_runner(threads: int = 1) -> Iterator[InProcessRunner]:
+    """A runner of this test's own (the embedded default: one rule thread), installed as
+    the embedded web process installs it."""
+    runner = InProcessRunner(threads=threads)
+    dispatch.set_local_runner(lambda: runner)
+    try:
+        yield runner
+    finally:
+        assert runner.join(timeout=60)
+        install_local_runner()
+
+
+def _wait_until(done: Callable[[], bool], *, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout  # a bound on a hang, not a speed figure
+    while not done():
+        assert time.monotonic() < deadline, f"{what} did not happen"
+        time.sleep(0.02)
+
+
+@override_settings(TASK_RUNNER="thread")
+def test_a_paced_episode_plays_to_the_end_one_task_per_decision_on_one_claim() -> None:
+    scenarios, policies = seeded()
+    with _own_runner() as runner:
+        episode = episode_create(
+            scenario=scenarios["bilateral_hardball"],
+            policy=policies["expert"],
+            seed=6,
+            step_delay=0.01,
+        )
+        assert runner.join(timeout=120)
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED, episode.error
+    assert episode.attempts == 1  # every continuation kept the first claim
+    assert_contiguous_decisions(episode)
+    assert episode.score == pytest.approx(engine_score(episode), abs=1e-12)
+    assert runner.status()["completed"] == episode.steps  # one task per decision
+
+
+@override_settings(TASK_RUNNER="thread")
+def test_paced_episodes_hold_no_worker_while_they_wait() -> None:
+    """Two episodes paced at the slowest pace, then a fast one, on one rule thread: the
+    fast one finishes while both paced ones are still early in their games (today's main
+    played each paced episode to its end, pauses included, before the fast one began)."""
+    scenarios, policies = seeded()
+    world = {"scenario": scenarios["medium_adversarial"], "policy": policies["expert"]}
+    with _own_runner():
+        paced = [episode_create(**world, seed=s, step_delay=MAX_STEP_DELAY) for s in (1, 2)]
+        fast = episode_create(**world, seed=3)
+        try:
+            _wait_until(
+                lambda: Episode.objects.get(pk=fast.pk).status == EpisodeStatus.FINISHED,
+                what="the fast episode finishing",
+            )
+            for episode in paced:
+                episode.refresh_from_db()
+                total = len(run_episode(episode.scenario_snapshot, "expert", episode.seed).steps)
+                assert episode.status == EpisodeStatus.RUNNING
+                assert 1 <= episode.steps < total
+        finally:
+            for episode in paced:
+                episode_cancel(episode=episode)  # their next continuation stops at once
+    for episode in paced:
+        episode.refresh_from_db()
+        assert episode.status == EpisodeStatus.CANCELLED
+        assert Decision.objects.filter(episode=episode).count() == episode.steps
+
+
+@pytest.mark.celery_worker
+def test_a_paced_episode_waits_by_countdown_on_celery_not_in_a_worker(
+    celery_worker_process,
+) -> None:
+    from workers.celery_app import app
+
+    scenarios, policies = seeded()
+    world = {"scenario": scenarios["medium_adversarial"], "policy": policies["expert"]}
+    episode = episode_create(**world, seed=6, step_delay=MAX_STEP_DELAY)
+
+    def continuation_scheduled() -> bool:
+        scheduled = app.control.inspect(timeout=0.5).scheduled() or {}
+        return any(
+            list(entry["request"]["args"]) == [episode.pk, 1]  # the same claim, later
+            for entries in scheduled.values()
+            for entry in entries
+        )
+
+    try:
+        _wait_until(continuation_scheduled, what="a continuation waiting for its countdown")
+    finally:
+        episode_cancel(episode=episode)
+    _wait_until(
+        lambda: not continuation_scheduled(), what="the cancelled episode's continuation ending"
+    )
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.CANCELLED and episode.attempts == 1

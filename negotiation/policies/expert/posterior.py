@@ -117,34 +117,55 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
-def _tft(offers, bests, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
-    """Tit-for-tat asks for every answered offer (columns), one row per reciprocity: each
-    offer measured from the buyer's best offer d offers back."""
-    out = np.empty((len(rec), len(counters)))
+def _pairwise_sum(a: np.ndarray) -> np.ndarray:
+    """Per column of ``a`` (one row per round, one column per set), its sum over the rounds,
+    added in the order numpy's ``sum`` adds one contiguous row (pairwise summation: one by
+    one from 0.0 under 8 terms, else 8 running sums joined as a tree and the rest one by
+    one). One column per set makes each addition one vector operation where summing along
+    a short last axis is slow, and this order keeps the fits' bits those of one row per set
+    (tests/negotiation/policies/test_expert_posterior.py checks them against that layout)."""
+    n = len(a)
+    if n < 8:
+        total = a[0] + 0.0
+        for row in a[1:]:
+            total += row
+        return total
+    runs = a[:8].copy()
+    last = n - n % 8
+    for at in range(8, last, 8):
+        runs += a[at : at + 8]
+    total = ((runs[0] + runs[1]) + (runs[2] + runs[3])) + (
+        (runs[4] + runs[5]) + (runs[6] + runs[7])
+    )
+    for row in a[last:]:
+        total += row
+    return total
+
+
+def _tft(h: History, anchor: float, d: int, rec: np.ndarray) -> np.ndarray:
+    """Tit-for-tat asks for every answered offer (rows), one column per reciprocity: each
+    offer measured from the buyer's best offer d offers back. Computed once per run of
+    equal reciprocities (the lattice lists its points row by row)."""
+    new = np.empty(len(rec), dtype=bool)
+    new[:1] = True
+    np.not_equal(rec[1:], rec[:-1], out=new[1:])
+    distinct = rec[new]
+    counters, bests = h.counters, h.bests
+    out = np.empty((len(counters), len(distinct)))
     for i in range(len(counters)):
         dd = min(d, i)
         if not dd:
-            out[:, i] = anchor
+            out[i] = anchor
             continue
-        ratio = min(offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
-        out[:, i] = counters[i - dd] / max(1.0, ratio) ** rec
-    return out
-
-
-def _solve(f, g, y, weights=None):
-    """Weighted least squares of y = u f + w g per row: (u, w); no weights: all ones."""
-    wf, wg = (f, g) if weights is None else (weights * f, weights * g)
-    sff, sgg, sfg = (wf * f).sum(-1), (wg * g).sum(-1), (wf * g).sum(-1)
-    sfy, sgy = (wf * y).sum(-1), (wg * y).sum(-1)
-    det = sff * sgg - sfg * sfg
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
+        ratio = min(h.offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
+        out[i] = np.float64(counters[i - dd]) / max(1.0, ratio) ** distinct
+    return out if len(distinct) == len(rec) else out[:, np.cumsum(new) - 1]
 
 
 def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
     floor or weight is impossible (``box``: its ``most`` is under the anchor). Computed
-    CHUNK pairs at a time: every row is independent, and small temporaries stay in cache
+    CHUNK pairs at a time: every pair is independent, and small temporaries stay in cache
     instead of faulting in fresh pages."""
     if len(rec) <= CHUNK:
         return _residuals_of(h, anchor, patience, box, d, rec, beta)
@@ -156,31 +177,36 @@ def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, re
 
 
 def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
-    counters = np.asarray(h.counters)
-    k = np.arange(1, len(counters) + 1)
-    tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
-    f = (np.minimum(k, patience)[None, :] / patience) ** (1.0 / beta[:, None])
+    # One row per round, one column per pair (see _pairwise_sum).
+    counters = np.asarray(h.counters)[:, None]
+    n = len(counters)
+    tft = _tft(h, anchor, d, rec)
+    frac = (np.minimum(np.arange(1, n + 1), patience) / patience)[:, None]
+    f = frac ** (1.0 / beta)
     time_part = anchor * (1.0 - f)  # the anchor's share of the time tactic
-    g, y = time_part - tft, counters[None, :] - tft
-    prev = np.concatenate([[anchor], counters[:-1]])[None, :]
+    g, y = time_part - tft, counters - tft
+    prev = np.concatenate([[anchor], counters[:-1, 0]])[:, None]
+    sff = _pairwise_sum(f * f)
 
     def fit(u, w):
         with np.errstate(divide="ignore", invalid="ignore"):
             floor = u / w
-            return floor, w[:, None] * (floor[:, None] * f + time_part) + (1.0 - w[:, None]) * tft
+            return floor, w * (floor * f + time_part) + (1.0 - w) * tft
 
-    u, w = _solve(f, g, y)
+    u, w = _solve(sff, f, g, y)
     floor, mix = fit(u, w)
     # Again without the rounds a clamp decided, where that leaves at least three (the
-    # other rows keep their fit: their weights would all be ones again), REFITS times: the
+    # other pairs keep their fit: their weights would all be ones again), REFITS times: the
     # clamped rounds are read off the fit before, which the clamped rounds themselves bent.
     for _ in range(REFITS):
-        free = (mix >= floor[:, None]) & (mix <= prev)
-        n_free = free.sum(-1)
-        redo = (n_free >= 3) & (n_free < free.shape[1])
+        free = (mix >= floor) & (mix <= prev)
+        n_free = free.sum(0)
+        redo = (n_free >= 3) & (n_free < n)
         if not redo.any():
             break
-        u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
+        u[redo], w[redo] = _solve(
+            None, f[:, redo], g[:, redo], y[:, redo], free[:, redo].astype(float)
+        )
         floor, mix = fit(u, w)
     # A solution off the box (0 < w <= 1, least <= floor < top) is projected onto it, the
     # other parameter re-solved with this one at its edge. A set of the model on the box's
@@ -191,26 +217,42 @@ def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int,
     with np.errstate(invalid="ignore"):
         off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < top))
     if off.any():
-        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], box)
-        wo = w[off][:, None]
-        mix[off] = wo * (floor[off][:, None] * f[off] + time_part[off]) + (1.0 - wo) * tft[off]
+        fo = f[:, off]
+        w[off], floor[off] = _onto_box(sff[off], fo, g[:, off], y[:, off], w[off], floor[off], box)
+        wo = w[off]
+        mix[:, off] = wo * (floor[off] * fo + time_part[:, off]) + (1.0 - wo) * tft[:, off]
     with np.errstate(invalid="ignore"):
-        err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
+        err = np.abs(np.minimum(prev, np.maximum(floor, mix)) - counters).max(0)
     return floor, w, np.where(np.isfinite(err), err, np.inf)
 
 
-def _onto_box(f, g, y, w, floor, box: Floors):
-    """(w, floor) per row moved onto the box: w clipped to [W_MIN, 1] with the floor
+def _solve(sff, f, g, y, weights=None):
+    """Weighted least squares of y = u f + w g per column: (u, w); no weights: all ones
+    (then ``sff``, the sum of f * f, is given)."""
+    if weights is None:
+        wf, wg = f, g
+    else:
+        wf, wg = weights * f, weights * g
+        sff = _pairwise_sum(wf * f)
+    sgg, sfg = _pairwise_sum(wg * g), _pairwise_sum(wf * g)
+    sfy, sgy = _pairwise_sum(wf * y), _pairwise_sum(wg * y)
+    det = sff * sgg - sfg * sfg
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
+
+
+def _onto_box(sff, f, g, y, w, floor, box: Floors):
+    """(w, floor) per column moved onto the box: w clipped to [W_MIN, 1] with the floor
     re-solved for it by least squares, then the floor clipped to [least, top) with w
-    re-solved for it (and clipped again)."""
+    re-solved for it (and clipped again). ``sff``: the sum of f * f per column."""
     least, top = box
     with np.errstate(divide="ignore", invalid="ignore"):
         w_in = np.clip(w, W_MIN, 1.0)
-        wy = y - w_in[:, None] * g
-        floor = np.where(w_in != w, (f * wy).sum(-1) / (f * f).sum(-1) / w_in, floor)
+        wy = y - w_in * g
+        floor = np.where(w_in != w, _pairwise_sum(f * wy) / sff / w_in, floor)
         f_in = np.clip(floor, least, top * (1.0 - 1e-9))
-        edge = f_in[:, None] * f + g
-        w_in = np.where(f_in != floor, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
+        edge = f_in * f + g
+        w_in = np.where(f_in != floor, _pairwise_sum(edge * y) / _pairwise_sum(edge * edge), w_in)
     return np.clip(w_in, W_MIN, 1.0), f_in
 
 
@@ -261,7 +303,8 @@ def consistent_fits(
             step //= 4
             offs = np.arange(-2, 3) * step
             keys = (i[:, None, None] + offs[:, None] + pad) * span + (j[:, None, None] + offs + pad)
-            keys = np.unique(keys.ravel())
+            keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
+            keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
             i, j = keys // span - pad, keys % span - pad
             slack /= 4
     col = {c: np.concatenate(v) if v else np.empty(0) for c, v in cols.items()}
@@ -303,13 +346,43 @@ def _lines(
     return np.where(took, hi, np.nan)
 
 
-def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray:
-    """Per consistent set, the lowest next offer the seller accepts once its time tactic
-    sits at the floor (offer T or later); nan where it accepts none <= cap."""
+def _next_bases(h: History, fits: Consistent):
+    """Per consistent set, the tit-for-tat bases of the next offer (the buyer's best and the
+    counter its window back, or all there are) and that window."""
     n = len(h.counters)
     d = np.minimum(fits.window, n).astype(int)
     bests, counters = np.asarray(h.bests), np.asarray(h.counters)
-    return _lines(fits, d, bests[n - d], counters[n - d], counters[-1], cap)
+    return d, bests[n - d], counters[n - d]
+
+
+def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray:
+    """Per consistent set, the lowest next offer the seller accepts once its time tactic
+    sits at the floor (offer T or later); nan where it accepts none <= cap."""
+    d, base_offer, base_ask = _next_bases(h, fits)
+    return _lines(fits, d, base_offer, base_ask, h.counters[-1], cap)
+
+
+def highest_accepted_next(h: History, fits: Consistent, cap: float) -> float:
+    """The highest of lowest_accepted_next's lines (nan where one is nan), by the same
+    bisection: a set is dropped once its interval lies wholly under another's, whose line
+    then ends higher (each step keeps a set's line within its interval), so the answer is
+    the same number at a fraction of the cost (most sets are dropped within a few steps)."""
+    d, base_offer, base_ask = _next_bases(h, fits)
+    prev = h.counters[-1]
+    took = _model_ask(fits, np.full(len(fits), cap), d, base_offer, base_ask, prev) <= cap
+    if not took.all():
+        return math.nan
+    lo, hi = fits.floor.copy(), np.full(len(fits), cap)
+    for _ in range(32):
+        mid = (lo + hi) / 2
+        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
+        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
+        # lo can start over hi (a floor a cent over the last counter): compare intervals
+        live = np.maximum(lo, hi) >= np.minimum(lo, hi).max()
+        if not live.all():
+            fits, d, lo, hi = fits.take(live), d[live], lo[live], hi[live]
+            base_offer, base_ask = base_offer[live], base_ask[live]
+    return float(hi.max())
 
 
 def _ceil_cents(x):
@@ -332,7 +405,10 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
-    return closing_from(closing_lines(h, anchor, patience, floors), h.counters[-1])
+    fits = consistent_fits(h, anchor, patience, floors, refinements=CLOSE_REFINEMENTS)
+    if not len(fits):
+        return Closing(False, None)
+    return _closing_at(highest_accepted_next(h, fits, h.counters[-1]), h.counters[-1])
 
 
 def closing_lines(h: History, anchor: float, patience: int, floors: Floors) -> np.ndarray | None:
@@ -348,9 +424,15 @@ def closing_from(lines: np.ndarray | None, last: float) -> Closing:
     """The Closing that closing_lines' ``lines`` give under the last counter ``last``."""
     if lines is None:
         return Closing(False, None)
-    if np.isnan(lines).any():
+    return _closing_at(math.nan if np.isnan(lines).any() else lines.max(), last)
+
+
+def _closing_at(top: float, last: float) -> Closing:
+    """The Closing of an explained thread whose highest line is ``top`` (nan: some set
+    accepts nothing under the last counter ``last``)."""
+    if math.isnan(top):
         return Closing(True, None)
-    offer = float(with_margin(lines.max()))
+    offer = float(with_margin(top))
     return Closing(True, offer if offer < last else None)
 
 
@@ -364,9 +446,9 @@ def patience_offer(
     fits = consistent_fits(h, anchor, patience, floors, PLAN_KEEP)
     if not len(fits):
         return None
-    now = lowest_accepted_next(h, fits, h.counters[-1])
-    if not np.isnan(now).any():  # closing at once: every set accepts it
-        candidates = [*candidates, float(with_margin(now.max()))]
+    now = highest_accepted_next(h, fits, h.counters[-1])
+    if not math.isnan(now):  # closing at once: every set accepts it
+        candidates = [*candidates, float(with_margin(now))]
     fits = _sample(fits)
     n = len(h.counters)
     bests, counters = np.asarray(h.bests), np.asarray(h.counters)

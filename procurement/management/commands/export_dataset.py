@@ -36,7 +36,7 @@ class Command(BaseCommand):
                 " ".join(f"--{k.replace('_', '-')}: {v}" for k, v in exc.errors.items())
             ) from None
         # The progress bar goes to standard error: standard output may be the data.
-        with tqdm(total=len(export.episode_ids), unit="ep", file=self.stderr._out) as bar:
+        with tqdm(total=len(export.spans), unit="ep", file=self.stderr._out) as bar:
             lines = export.lines(on_episode=bar.update)
             if output == "-":
                 try:

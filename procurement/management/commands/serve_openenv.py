@@ -3,6 +3,7 @@ import argparse
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from procurement.body_limit import BodyLimit
 from procurement.management import arguments
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -53,5 +54,11 @@ class Command(BaseCommand):
             self.stderr.write(
                 f"Warning: serving on {host} without a login; anyone who reaches it can play."
             )
-        self.stdout.write(f"OpenEnv on http://{host}:{port} (ws /ws), at most {limit} sessions.")
-        uvicorn.run(build_app(limit), host=host, port=port, log_level="info")
+        self.stdout.write(
+            f"OpenEnv on http://{host}:{port} (ws /ws), at most {limit} sessions, each "
+            f"ended after {settings.OPENENV_SESSION_IDLE_SECONDS:g} s without a call."
+        )
+        # The same cap on bodies and messages as the main site (uvicorn streams bodies to
+        # the app, so the middleware alone keeps them out).
+        app = BodyLimit(build_app(limit, idle_s=settings.OPENENV_SESSION_IDLE_SECONDS))
+        uvicorn.run(app, host=host, port=port, log_level="info")

@@ -248,24 +248,54 @@
     if (ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
   });
 
+  // Escalations that asked for an answer (step -> payload): the one waiting, with the
+  // buttons only for a viewer who may answer (else why not), and every answer given.
+  const approvals = new Map();
+  function mayNotAnswer(a) {
+    const viewer = page.viewer || {};
+    if (a.barred && a.barred[viewer.username]) return a.barred[viewer.username];
+    const rank = (role) => (page.roles || []).indexOf(role);
+    if (rank(viewer.role) < rank(a.approver_role)) return `This scenario's escalations are answered by ${a.approvers}.`;
+    return "";
+  }
   function showApproval(a) {
-    const card = $("approval");
-    if (a.status !== "pending") {
-      card.hidden = true;
-      return;
+    approvals.set(a.step, a);
+    const all = [...approvals.values()].sort((x, y) => x.step - y.step);
+    const terminal = ["finished", "failed", "cancelled"].includes(episode.status);
+    const waiting = terminal ? null : all.find((x) => x.status === "pending");
+    const answered = all.filter((x) => x.status !== "pending");
+    const target = (x) => [x.supplier_id, x.requirement_id].filter(Boolean).join(" on ");
+    $("approvals-card").hidden = !waiting && !answered.length;
+    $("approval").hidden = !waiting;
+    if (waiting) {
+      const until = new Date(waiting.deadline).toLocaleTimeString();
+      const stake = waiting.stake != null ? `, ${f.money(waiting.stake)} at stake` : "";
+      const refusal = waiting.standing_refusal;
+      const then = refusal
+        ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString()}: only someone else may approve it now; without an answer by ${until}, the refusal stands.`
+        : `Without an answer by ${until}, the scenario's rule decides.`;
+      $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}` +
+        (waiting.rationale ? ` Why: ${waiting.rationale}` : "");
+      const why = mayNotAnswer(waiting);
+      $("approval-why").hidden = !why;
+      $("approval-why").textContent = why;
+      $("approval-actions").hidden = Boolean(why);
     }
-    card.hidden = false;
-    const target = [a.supplier_id, a.requirement_id].filter(Boolean).join(" on ");
-    const until = new Date(a.deadline).toLocaleTimeString();
-    $("approval-text").textContent = `The buyer asks to escalate ${target} (step ${a.step}). ` +
-      `Without an answer by ${until}, the scenario's rule decides.` + (a.rationale ? ` Why: ${a.rationale}` : "");
+    $("approval-history").hidden = !answered.length;
+    $("approval-log").replaceChildren(...answered.map((x) => {
+      const li = document.createElement("li");
+      const at = x.decided_at ? ` at ${new Date(x.decided_at).toLocaleTimeString()}` : "";
+      li.textContent = `Step ${x.step}, ${target(x)}: ${x.status.replace("_", " ")}` +
+        (x.answered_by ? ` by ${x.answered_by}` : "") + `${at}. ${x.reason}`;
+      return li;
+    }));
   }
   for (const [id, verb] of [["approve", "approve"], ["refuse", "refuse"]]) {
-    if (!$(id)) continue;
     $(id).addEventListener("click", async () => {
       const [ok, body] = await window.arenaPost(`/api/episodes/${episode.id}/${verb}/`);
+      $("approval-error").hidden = ok;
       if (ok) showApproval(body);
-      else { $("approval-error").hidden = false; $("approval-error").textContent = body.detail || "Could not answer."; }
+      else $("approval-error").textContent = body.detail || "Could not answer.";
     });
   }
 
@@ -275,15 +305,19 @@
   window.arenaSocket(`/ws/episodes/${episode.id}/`, {
     status: $("live-status"),
     onOpen(socket) { if (!first) socket.send(JSON.stringify({ type: "resume", after_step: lastStep })); first = false; },
-    onMessage(message) {
+    onMessage(message, socket) {
       if (message.type === "episode.snapshot") {
+        const fresh = decisions.size === 0; // after a reconnect, the resume fills the gap
         showEpisode(message.episode);
         addDecisions(message.decisions);
-        if (message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
+        if (fresh && message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
         if (!message.decisions.length) select(-1);
         (message.approvals || []).forEach(showApproval);
-      } else if (message.type === "episode.decisions") addDecisions(message.decisions);
-      else if (message.type === "episode.status") showEpisode(message.episode);
+      } else if (message.type === "episode.decisions") {
+        addDecisions(message.decisions);
+        // A resume answers one page at a time: ask for the next until caught up.
+        if (message.next_after_step != null) socket.send(JSON.stringify({ type: "resume", after_step: message.next_after_step }));
+      } else if (message.type === "episode.status") showEpisode(message.episode);
       else if (message.type === "episode.waiting") showWaiting(message.waiting);
       else if (message.type === "episode.approval") showApproval(message.approval);
     },

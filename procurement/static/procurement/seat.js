@@ -1,6 +1,9 @@
 // The human seat: a form for the seven actions, generated from the action schema; ids
 // come from the latest public state. The engine's coded error lands on its field and
-// nothing is stored; a valid move arrives on the timeline over the socket.
+// nothing is stored; a valid move arrives on the timeline over the socket. Each move
+// names the step it plays (the latest the page has seen) and Play is disabled while one
+// is in flight, so a double click or a second tab never plays a move twice: the server
+// refuses a step that is no longer next with 409 and its next_step.
 "use strict";
 (function () {
   const spec = JSON.parse(document.getElementById("action-spec").textContent);
@@ -9,7 +12,9 @@
   const select = document.getElementById("seat-action");
   const fields = document.getElementById("seat-fields");
   const general = document.getElementById("seat-error");
+  const play = document.getElementById("seat-submit");
   let state = null;
+  let nextStep = 0;
 
   for (const action of spec) select.add(new Option(action.action_type.replace("_", " "), action.action_type));
 
@@ -60,21 +65,36 @@
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (play.disabled) return;
     clearErrors();
     const action = { action_type: select.value };
     for (const el of fields.querySelectorAll("[name]")) {
       if (el.value === "") continue;
       action[el.name] = el.dataset.kind === "number" || el.dataset.kind === "integer" ? Number(el.value) : el.value;
     }
-    const [ok, body] = await window.arenaPost(`/api/episodes/${episodeId}/act/`, { action });
-    if (ok) return;
-    const target = body.field && fields.querySelector(`.field-error[data-field="${body.field}"]`);
+    play.disabled = true;
+    let ok, body;
+    try {
+      [ok, body] = await window.arenaPost(`/api/episodes/${episodeId}/act/`, { step: nextStep, action });
+    } catch (error) {
+      [ok, body] = [false, { detail: `The move got no answer (${error.message}).` }];
+    } finally {
+      play.disabled = false;
+    }
+    if (ok) { nextStep = Math.max(nextStep, body.step + 1); return; }
+    if (Number.isInteger(body.next_step)) nextStep = body.next_step;
+    const field = String(body.field || "").replace(/^action\./, ""); // a parse error names action.price
+    const target = field && fields.querySelector(`.field-error[data-field="${CSS.escape(field)}"]`);
     const text = body.code ? `${body.code}: ${body.message}` : body.detail || JSON.stringify(body);
     if (target) target.textContent = text;
     else { general.hidden = false; general.textContent = text; }
   });
 
   select.addEventListener("change", () => { clearErrors(); render(); });
-  document.addEventListener("arena:state", (event) => { state = event.detail; render(); });
+  document.addEventListener("arena:state", (event) => {
+    state = event.detail;
+    nextStep = Math.max(nextStep, state.after_step + 1);
+    render();
+  });
   render();
 })();

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -14,14 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from openenv.core import GenericEnvClient
+from websockets.sync.client import connect
 
 from negotiation.action_spec import ACTION_TYPES
 from negotiation.interfaces.openenv_server import build_app
 from negotiation.interfaces.session import TrainingSession
+from negotiation.limits import MAX_SEED
 from negotiation.policies import get_policy
-from tests.servers import free_port
+from tests.servers import serve_asgi
 
 TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
 
@@ -29,21 +29,8 @@ TIMEOUTS = {"connect_timeout_s": 10.0, "message_timeout_s": 30.0}
 @contextlib.contextmanager
 def serve(max_sessions: int) -> Iterator[str]:
     """uvicorn serving build_app() in a thread; always shut down, never left hanging."""
-    port = free_port()
-    config = uvicorn.Config(build_app(max_sessions), host="127.0.0.1", port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"openenv-{port}", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        assert not thread.is_alive(), "uvicorn did not stop"
+    with serve_asgi(build_app(max_sessions)) as host:
+        yield f"http://{host}"
 
 
 @pytest.fixture(scope="module")
@@ -213,14 +200,52 @@ def test_a_frame_the_package_cannot_parse_is_refused_and_the_session_goes_on(url
         assert env.state()["step_count"] == 1
 
 
+# Frames the package's own loop ended the whole session on, or whose answer could not be
+# sent (a lone surrogate has no UTF-8 form), or that broke the input rules.
+BAD_FRAMES = {
+    "binary": (b"\x00\xff", "INVALID_JSON"),
+    "array": ("[1, 2]", "VALIDATION_ERROR"),
+    "number": ("7", "VALIDATION_ERROR"),
+    "null": ("null", "VALIDATION_ERROR"),
+    "deep": ("[" * 100_000, "nested deeper"),
+    "huge int": ('{"type": "reset", "data": {"seed": 1' + "0" * 5000 + "}}", "finite"),
+    "infinite seed": ('{"type": "reset", "data": {"seed": 1e400}}', "data.seed: Numbers"),
+    "surrogate": (
+        '{"type": "step", "data": {"action_type": "defer", "rationale": "\\ud800"}}',
+        "data.rationale: Lone surrogate",
+    ),
+    "malformed": ("{not json", "Malformed JSON"),
+}
+
+
+def test_a_malformed_frame_gets_an_error_frame_and_the_session_goes_on(url: str) -> None:
+    with connect(url.replace("http://", "ws://") + "/ws", open_timeout=10) as ws:
+
+        def call(frame: dict) -> dict:
+            ws.send(json.dumps(frame))
+            return json.loads(ws.recv(timeout=30))
+
+        call({"type": "reset", "data": {"scenario": "easy_negotiation", "seed": 2}})
+        call({"type": "step", "data": {"action_type": "defer"}})
+        before = call({"type": "state"})["data"]
+        for label, (frame, expected) in BAD_FRAMES.items():
+            ws.send(frame)
+            answer = json.loads(ws.recv(timeout=30))
+            assert answer["type"] == "error" and expected in json.dumps(answer), label
+        assert call({"type": "state"})["data"] == before  # nothing reached the session
+        step = call({"type": "step", "data": {"action_type": "defer"}})["data"]["observation"]
+        assert step["metadata"]["step"] == 2 and step["metadata"]["error"] is None
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"scenario": "nope"}, "Unknown scenario 'nope'; use one of easy_negotiation"),
         ({"tier": "grandmaster"}, "Unknown tier 'grandmaster'; use one of novice"),
         ({"curriculum": "manual"}, "Unknown curriculum 'manual'"),
-        ({"seed": -1}, "seed must be a non-negative integer"),
-        ({"seed": "7"}, "seed must be a non-negative integer"),
+        ({"seed": -1}, "seed must be a whole number from 0 to"),
+        ({"seed": "7"}, "seed must be a whole number from 0 to"),
+        ({"seed": MAX_SEED + 1}, f"seed must be a whole number from 0 to {MAX_SEED}"),
         ({"scenaro": "bilateral"}, "Unknown reset option 'scenaro'"),
         ({"episode_id": ""}, "episode_id must be a string"),
     ],
@@ -333,3 +358,7 @@ def test_http_reset_answers_and_http_step_explains_it_is_stateless(url: str) -> 
     assert status == 400 and "Unknown scenario 'nope'" in body["detail"]
     status, body = http(url, "/step", {"action": {"action_type": "defer"}})
     assert status == 400 and "play episodes over the WebSocket /ws" in body["detail"]
+    status, body = http(url, "/reset", {"scenario": "\ud800"})  # was a 500: no UTF-8 form
+    assert status == 400 and body["detail"].startswith("scenario: Lone surrogate")
+    status, body = http(url, "/reset", {"seed": MAX_SEED + 1})
+    assert status == 400 and f"from 0 to {MAX_SEED}" in body["detail"]

@@ -7,6 +7,7 @@ import pytest
 
 from negotiation import apply_tier, get_policy, load_scenario
 from negotiation.interfaces.session import SessionError, TrainingSession
+from negotiation.limits import MAX_SEED
 
 
 def _finish(session: TrainingSession, obs, policy: str = "expert") -> float:
@@ -81,6 +82,8 @@ def test_seed_none_draws_a_reproducible_seed() -> None:
         ({"curriculum": "manual"}, "Unknown curriculum"),
         ({"seed": -3}, "seed"),
         ({"seed": "7"}, "seed"),
+        ({"seed": MAX_SEED + 1}, f"seed must be a whole number from 0 to {MAX_SEED}"),
+        ({"seed": 10**5000}, f"seed must be a whole number from 0 to {MAX_SEED}"),
     ],
 )
 def test_bad_resets_are_refused_and_leave_the_session_usable(kwargs, match) -> None:

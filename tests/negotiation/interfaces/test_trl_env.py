@@ -234,8 +234,8 @@ def test_tier_row_changes_the_world_and_auto_curriculum_follows_the_agent():
         ({"scenario": "nowhere", "seed": 1}, "Unknown scenario 'nowhere'"),
         ({"scenario": "bilateral", "seed": 1, "tier": "guru"}, "Unknown tier 'guru'"),
         ({"scenario": "bilateral", "seed": 1, "curriculum": "yes"}, "Unknown curriculum"),
-        ({"scenario": "bilateral", "seed": -1}, "non-negative integer"),
-        ({"scenario": "bilateral", "seed": "3"}, "non-negative integer"),
+        ({"scenario": "bilateral", "seed": -1}, "seed must be a whole number from 0"),
+        ({"scenario": "bilateral", "seed": "3"}, "seed must be a whole number from 0"),
         ({"scenario": "bilateral", "seed": 1, "senario": "x"}, "Unknown dataset column"),
     ],
 )

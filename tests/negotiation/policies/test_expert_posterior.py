@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -21,6 +22,7 @@ from negotiation.policies.expert.policy import AHEAD, PRE_RATES, PROBE_OFFER, PR
 from negotiation.policies.expert.posterior import (
     COUNTER_TOL,
     MID_RAISES,
+    PRE_KEEP,
     PRE_RAISES,
     ahead_offer,
     closing_offer,
@@ -35,6 +37,7 @@ from negotiation.suppliers.guard import BAND
 from negotiation.suppliers.rule import PERSONA_PARAMS
 from negotiation.world.entities import SupplierHidden, ThreadHidden
 from tests.negotiation.bilateral import play_expert
+from tests.negotiation.policies import posterior_reference
 
 
 def _seller(
@@ -333,6 +336,69 @@ def test_residuals_in_chunks_equal_one_pass(monkeypatch):
     monkeypatch.setattr(posterior, "CHUNK", 333)
     for a, b in zip(whole, posterior._residuals(*args), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_sums_over_rounds_add_in_numpys_order_for_a_row():
+    """One column per set keeps every sum's bits: the rounds are added in the order numpy's
+    sum adds one contiguous row, under 8 rounds and over."""
+    rng = np.random.default_rng(1)
+    for n in range(1, 20):
+        rows = rng.standard_normal((300, n)) * 10.0 ** rng.uniform(-3, 3, (300, n))
+        np.testing.assert_array_equal(
+            posterior._pairwise_sum(np.ascontiguousarray(rows.T)), rows.sum(-1)
+        )
+
+
+@functools.cache
+def _expert_threads() -> tuple:
+    """(history, anchor, floors, patience) of the expert's own bilateral threads after 5
+    counters and after all of them: three personas, one with tactics re-drawn."""
+    out = []
+    for preset, seed, redraw in (
+        ("bilateral_hardball", 3, False),
+        ("bilateral_cooperative", 4, True),
+        ("bilateral_distressed", 8, False),
+    ):
+        env, _ = play_expert(preset, seed, redraw=redraw)
+        obs = env.observation()
+        s, r = obs.suppliers[0], obs.requirements[0]
+        h = history(obs.threads[(s.id, r.id)])
+        anchor = max(s.list_prices[r.id], h.counters[0])
+        for n in sorted({5, len(h.counters)}):
+            part = History(h.offers[:n], h.counters[:n], True)
+            out.append((part, anchor, floor_range(obs.seller_cost, part), obs.max_rounds))
+    return tuple(out)
+
+
+def test_the_consistent_sets_are_those_of_one_row_per_set(monkeypatch):
+    """On the expert's own threads the search finds the same sets, bit for bit, as with
+    the residuals computed one row per set (posterior_reference): the same play."""
+    threads = _expert_threads()
+    assert {len(h.counters) for h, *_ in threads} >= {5, 8}  # both ways of summing
+    fast = [consistent_fits(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
+    monkeypatch.setattr(posterior, "_residuals", posterior_reference.residuals)
+    slow = [consistent_fits(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
+    assert sum(map(len, slow)) > 0
+    for a, b in zip(fast, slow, strict=True):
+        for name in ("window", "reciprocity", "beta", "weight", "floor"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_the_highest_line_is_the_highest_of_all_lines():
+    """highest_accepted_next drops sets on the way, and still gives the highest of every
+    set's line, or nan where one set accepts nothing under the cap."""
+    seen_nan = False
+    for h, anchor, floors, T in _expert_threads():
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        for cap in (h.counters[-1], 0.9 * h.counters[-1]):
+            lines = lowest_accepted_next(h, fits, cap)
+            top = posterior.highest_accepted_next(h, fits, cap)
+            if np.isnan(lines).any():
+                seen_nan = True
+                assert math.isnan(top)
+            else:
+                assert top == lines.max()
+    assert seen_nan
 
 
 def test_lines_for_many_candidates_equal_one_at_a_time():

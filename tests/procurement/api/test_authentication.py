@@ -69,3 +69,34 @@ def test_an_authenticated_client_is_rate_limited(api_client_for, monkeypatch) ->
     assert throttled.status_code == 429 and int(throttled["Retry-After"]) > 0
     assert "throttled" in throttled.json()["detail"]
     assert other.get(URL).status_code == 200  # per user
+
+
+EPISODE = {"scenario": "easy_negotiation", "policy": "expert", "seed": 5}
+
+
+@pytest.mark.django_db
+def test_a_cross_site_post_with_cached_basic_credentials_is_refused(
+    user_with_role, seeded, snapshot_counts
+) -> None:
+    # Before: a form on http://evil.example posted with the credentials the browser had
+    # cached for this site, and the episode was created (201).
+    user_with_role("analyst", username="bob")
+    before = snapshot_counts()
+    client = basic("bob", PASSWORD)
+    refused = client.post("/api/episodes/", EPISODE, HTTP_ORIGIN="http://evil.example")
+    assert refused.status_code == 403 and "Origin" in refused.json()["detail"]
+    other_port = client.post("/api/episodes/", EPISODE, HTTP_ORIGIN="http://testserver:9999")
+    assert other_port.status_code == 403
+    assert snapshot_counts() == before
+    # This site's own pages, and scripts (no Origin), get through to the view (a bad
+    # body, so nothing runs).
+    assert client.post("/api/episodes/", {}, HTTP_ORIGIN="http://testserver").status_code == 400
+    assert client.post("/api/episodes/", {}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_basic_posts_from_a_trusted_origin_are_taken(user_with_role, settings) -> None:
+    settings.CSRF_TRUSTED_ORIGINS = ["https://arena.example"]
+    user_with_role("analyst", username="bob")
+    client = basic("bob", PASSWORD)
+    assert client.post("/api/episodes/", {}, HTTP_ORIGIN="https://arena.example").status_code == 400

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import pytest
@@ -72,6 +73,11 @@ def test_filters_narrow_the_records(api_client_for, played) -> None:
         ({"min_score": "x"}, "min_score"),
         ({"min_score": "1.01"}, "min_score"),
         ({"min_score": ""}, "min_score"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "1000000"}, "limit"),  # over DATASET_EXPORT_MAX_RECORDS
+        ({"limit": "ten"}, "limit"),
+        ({"after": "7"}, "after"),
+        ({"after": "7:x"}, "after"),
     ],
 )
 def test_a_bad_filter_is_a_400_naming_it(api_client_for, played, params, field) -> None:
@@ -80,6 +86,29 @@ def test_a_bad_filter_is_a_400_naming_it(api_client_for, played, params, field) 
     assert response["Content-Type"] == "application/json"
     errors = response.json()
     assert list(errors) == [field] and isinstance(errors[field][0], str)
+
+
+@pytest.mark.django_db
+def test_a_request_streams_at_most_the_cap_and_links_the_next_page(
+    api_client_for, played, settings
+) -> None:
+    # Before: one request streamed every record (543 MB for one export).
+    settings.DATASET_EXPORT_MAX_RECORDS = 7
+    client = api_client_for("analyst")
+    pages, url = [], URL + "?policy=expert&policy=random"
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200
+        pages.append(body(response))
+        link = response.get("Link")
+        url = re.fullmatch(r'<http://testserver(.+)>; rel="next"', link)[1] if link else None
+    assert [len(page) for page in pages[:-1]] == [7] * (len(pages) - 1)
+    assert 0 < len(pages[-1]) <= 7
+    # Followed to the end, the pages are the whole export, in order, each record once.
+    whole = [json.loads(line) for line in export()[0].splitlines()]
+    assert [record for page in pages for record in page] == whole
+    smaller = client.get(URL, {"limit": "3"})
+    assert len(body(smaller)) == 3 and "after=" in smaller["Link"]
 
 
 @pytest.mark.django_db(transaction=True)  # the async client's requests run in other threads
@@ -105,7 +134,8 @@ async def test_under_asgi_the_records_stream_without_being_collected_first(
 def test_the_openapi_schema_documents_it(api_client_for) -> None:
     schema = api_client_for("analyst").get("/api/schema/", HTTP_ACCEPT="application/json").json()
     get = schema["paths"][URL]["get"]
-    assert {p["name"] for p in get["parameters"]} == {"format", "scenario", "policy", "min_score"}
+    names = {p["name"] for p in get["parameters"]}
+    assert names == {"format", "scenario", "policy", "min_score", "limit", "after"}
     assert set(get["responses"]) == {"200", "400"}
     record = get["responses"]["200"]["content"]["application/x-ndjson"]["schema"]["$ref"]
     fields = schema["components"]["schemas"][record.rsplit("/", 1)[-1]]["properties"]

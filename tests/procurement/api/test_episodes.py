@@ -299,3 +299,36 @@ def test_replay_reproduces_a_finished_episode_and_refuses_others(api_client_for,
     response = client.post(f"/api/episodes/{queued.pk}/replay/")
     assert response.status_code == 409 and "queued" in response.json()["detail"]
     assert api_client_for("none").post(f"/api/episodes/{done.pk}/replay/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_replay_of_an_llm_supplier_episode_reads_the_record_and_runs_no_model(
+    api_client_for, expert
+) -> None:
+    from negotiation import run_episode
+    from procurement.services.episodes import episode_finish
+    from procurement.services.scenarios import scenario_copy
+    from tests.negotiation.llm.scripted import ScriptedBackend
+    from tests.negotiation.suppliers.test_recorded import failing, moody
+
+    # A model that exists nowhere: replaying must not need it (a load would raise).
+    scenario = scenario_copy(source=Scenario.objects.get(name="llm_bilateral"), name="nowhere")
+    spec = {**scenario.config["supplier_llm"], "model": "/nonexistent/model"}
+    scenario.config = {**scenario.config, "supplier_llm": spec}
+    scenario.save(update_fields=["config"])
+    episode = episode_create(scenario=scenario, policy=expert, seed=4, enqueue=False)
+    assert episode.queue == "gpu"
+    # Played with a scripted model (fair, rule-breaking, unparsable and failed replies).
+    backend = ScriptedBackend(moody, error=failing)
+    played = run_episode(episode.scenario_snapshot, "expert", 4, llm_backend=backend)
+    attempt = episode_claim(episode=episode)
+    records = [r.to_dict() for r in played.steps]
+    episode_decisions_append(episode=episode, records=records, attempt=attempt)
+    episode_finish(
+        episode=episode, attempt=attempt, score=played.score, metrics={}, engine_seconds=0.0
+    )
+    assert {r["supplier_actor"] for r in records} >= {"llm", "fallback:rule"}
+
+    body = api_client_for("analyst").post(f"/api/episodes/{episode.pk}/replay/").json()
+    assert body["matches"] is True and body["steps"] == len(records)
+    assert body["replayed_score"] == played.score

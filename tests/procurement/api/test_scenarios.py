@@ -180,6 +180,11 @@ BAD_BODIES = [
 
 
 def _has_field_message(payload, dotted: str) -> bool:
+    """A serializer's message under the (dotted) field, or the parser's refusal naming it
+    or a field inside it (``{"detail": ..., "field": "config.pr_threshold"}``)."""
+    named = str(payload.get("field", "")) if isinstance(payload, dict) else ""
+    if payload.get("detail") and (named == dotted or named.startswith(f"{dotted}.")):
+        return True
     node = payload
     head, _, rest = dotted.partition(".")
     if head not in node:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('procurement', '0008_decision_guard_repairs_llamacpp'),
+        ('procurement', '0010_stored_json_decoder'),
     ]
 
     operations = [

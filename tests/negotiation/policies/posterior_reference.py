@@ -1,0 +1,81 @@
+"""The posterior's residuals as first written, one row per parameter set (numpy's own sums
+along each row): the reference that posterior.py's column-per-set layout must reproduce
+bit for bit (test_expert_posterior.py), so that the expert's play is unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from negotiation.policies.expert.beliefs import Floors, History
+from negotiation.policies.expert.posterior import REFITS, W_MIN
+from negotiation.suppliers.concession import TFT_STEP_CAP
+
+
+def _tft(offers, bests, counters: np.ndarray, anchor: float, d: int, rec: np.ndarray):
+    out = np.empty((len(rec), len(counters)))
+    for i in range(len(counters)):
+        dd = min(d, i)
+        if not dd:
+            out[:, i] = anchor
+            continue
+        ratio = min(offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
+        out[:, i] = counters[i - dd] / max(1.0, ratio) ** rec
+    return out
+
+
+def _solve(f, g, y, weights=None):
+    wf, wg = (f, g) if weights is None else (weights * f, weights * g)
+    sff, sgg, sfg = (wf * f).sum(-1), (wg * g).sum(-1), (wf * g).sum(-1)
+    sfy, sgy = (wf * y).sum(-1), (wg * y).sum(-1)
+    det = sff * sgg - sfg * sfg
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
+
+
+def _onto_box(f, g, y, w, floor, box: Floors):
+    least, top = box
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_in = np.clip(w, W_MIN, 1.0)
+        wy = y - w_in[:, None] * g
+        floor = np.where(w_in != w, (f * wy).sum(-1) / (f * f).sum(-1) / w_in, floor)
+        f_in = np.clip(floor, least, top * (1.0 - 1e-9))
+        edge = f_in[:, None] * f + g
+        w_in = np.where(f_in != floor, (edge * y).sum(-1) / (edge * edge).sum(-1), w_in)
+    return np.clip(w_in, W_MIN, 1.0), f_in
+
+
+def residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
+    """posterior._residuals, one row per (rec, beta) pair."""
+    counters = np.asarray(h.counters)
+    k = np.arange(1, len(counters) + 1)
+    tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
+    f = (np.minimum(k, patience)[None, :] / patience) ** (1.0 / beta[:, None])
+    time_part = anchor * (1.0 - f)
+    g, y = time_part - tft, counters[None, :] - tft
+    prev = np.concatenate([[anchor], counters[:-1]])[None, :]
+
+    def fit(u, w):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            floor = u / w
+            return floor, w[:, None] * (floor[:, None] * f + time_part) + (1.0 - w[:, None]) * tft
+
+    u, w = _solve(f, g, y)
+    floor, mix = fit(u, w)
+    for _ in range(REFITS):
+        free = (mix >= floor[:, None]) & (mix <= prev)
+        n_free = free.sum(-1)
+        redo = (n_free >= 3) & (n_free < free.shape[1])
+        if not redo.any():
+            break
+        u[redo], w[redo] = _solve(f[redo], g[redo], y[redo], free[redo].astype(float))
+        floor, mix = fit(u, w)
+    least, top = box
+    with np.errstate(invalid="ignore"):
+        off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < top))
+    if off.any():
+        w[off], floor[off] = _onto_box(f[off], g[off], y[off], w[off], floor[off], box)
+        wo = w[off][:, None]
+        mix[off] = wo * (floor[off][:, None] * f[off] + time_part[off]) + (1.0 - wo) * tft[off]
+    with np.errstate(invalid="ignore"):
+        err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
+    return floor, w, np.where(np.isfinite(err), err, np.inf)
