@@ -27,6 +27,7 @@ from .world.records import (
     pr_room,
     pr_shortfall,
 )
+from .world.seeding import side_uniform
 
 if TYPE_CHECKING:
     from .action_mask import PublicWorld
@@ -672,6 +673,17 @@ def check_escalate(world: World, a: dict) -> EscalationPlan:
     return EscalationPlan(r, supplier=sup, thread=th)
 
 
+def escalation_fraction(world: World, sid: str, rid: str) -> float:
+    """How far this management call moves the standing counter toward the reservation:
+    a hidden fraction, uniform in the scenario's published ``escalation_range``, drawn
+    for this thread at this step from the world's root, outside its generator (seeding.py:
+    no other draw of the episode moves, and a sealed world keys it too). A fixed fraction
+    would let one answer be solved for the reservation, and one per thread two answers;
+    a fresh draw per call leaves the reservation uncertain by the range every time."""
+    low, high = world.cfg.escalation_range
+    return low + (high - low) * side_uniform(world.root, "escalation", sid, rid, world.steps_taken)
+
+
 def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
     plan = check_escalate(world, a)
     r, rid = plan.requirement, plan.requirement.id
@@ -689,7 +701,7 @@ def _escalate(world: World, a: dict) -> tuple[dict | None, bool]:
     hid = world.th_hidden[(sid, rid)]
     prev = hid.last_counter
     cur = th.counter_price
-    target = cur - world.cfg.escalation_fraction * (cur - hid.reservation)
+    target = cur - escalation_fraction(world, sid, rid) * (cur - hid.reservation)
     proposal = ProposedDecision(
         "counter",
         max(target, band_floor(hid.reservation)),

@@ -113,9 +113,40 @@ class SupplierSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    persona: Literal["cooperative", "hardball", "deceptive", "distressed"]
+    # hidden: only admins read it (scrub_hidden_settings); the buyer learns it by playing
+    persona: Literal["cooperative", "hardball", "deceptive", "distressed"] = Field(
+        json_schema_extra={"hidden": True}
+    )
     categories: list[str] = Field(min_length=1, max_length=20)
     lead_time_weeks: int = Field(default=2, ge=0, le=26)
+
+
+# What a scrubbed hidden setting reads as.
+HIDDEN_VALUE = "hidden"
+# The roster's hidden settings, as SupplierSpec marks them.
+HIDDEN_SUPPLIER_SETTINGS: tuple[str, ...] = tuple(
+    name
+    for name, info in SupplierSpec.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("hidden")
+)
+
+
+def scrub_hidden_settings(config: Any) -> Any:
+    """A scenario config as a player may read it: each named supplier's hidden settings
+    (``HIDDEN_SUPPLIER_SETTINGS``: its persona) read ``HIDDEN_VALUE``. The rest is the
+    game's published terms: the persona mix (how hard the field is, never who is who)
+    and a bilateral game's seller persona, which its preset's name and description state.
+    Any stored shape is accepted (a snapshot is never re-validated here): what is not a
+    roster entry passes unchanged, and the input is never modified."""
+    if not isinstance(config, dict) or not isinstance(config.get("supplier_roster"), list):
+        return config
+    roster = [
+        {k: HIDDEN_VALUE if k in HIDDEN_SUPPLIER_SETTINGS else v for k, v in spec.items()}
+        if isinstance(spec, dict)
+        else spec
+        for spec in config["supplier_roster"]
+    ]
+    return {**config, "supplier_roster": roster}
 
 
 def _default_mix() -> dict[str, float]:
@@ -241,13 +272,27 @@ class ScenarioConfig(BaseModel):
         le=100,
         description="How many escalations the buyer may use in an episode.",
     )
+    # One published range, two scalars (the admin edits fields one by one). A config from
+    # before the range carries escalation_fraction alone: it stays the range's middle.
     escalation_fraction: float = Field(
         default=0.3,
         ge=0.0,
         le=1.0,
         description=(
-            "How far an escalation moves a supplier's standing counter toward its hidden floor (0 "
-            "= not at all, 1 = all the way)."
+            "The middle of how far an escalation moves a supplier's standing counter toward "
+            "its hidden floor (0 = not at all, 1 = all the way). Each escalation draws its own "
+            "hidden fraction within escalation_fraction ± escalation_fraction_spread (kept "
+            "within 0 to 1), so its answer never gives the floor away."
+        ),
+    )
+    escalation_fraction_spread: float = Field(
+        default=0.1,
+        ge=0.05,
+        le=0.5,
+        description=(
+            "Half the width of the published range an escalation's hidden fraction is drawn "
+            "from, around escalation_fraction (at least 0.05: a narrower range would let one "
+            "answer be solved for the floor)."
         ),
     )
     escalation_approver: Literal["rule", "human"] = Field(
@@ -449,6 +494,12 @@ class ScenarioConfig(BaseModel):
             "Suppliers played by a language model: backend, model and the personas it plays."
         ),
     )
+
+    @property
+    def escalation_range(self) -> tuple[float, float]:
+        """The published range of an escalation's hidden fraction (actions.py draws it)."""
+        mid, spread = self.escalation_fraction, self.escalation_fraction_spread
+        return round(max(0.0, mid - spread), 6), round(min(1.0, mid + spread), 6)
 
     def plays_llm_suppliers(self) -> bool:
         """Whether a language model plays any supplier: ``supplier_llm`` names personas (a

@@ -15,6 +15,7 @@ from .suppliers.rule import SupplierPolicy
 from .week import close_week
 from .world.catalogue import catalogue_for
 from .world.records import FrozenDict
+from .world.seeding import check_world_key
 from .world.state import World
 
 # reset(seed=None) draws a seed below this bound, so every seed can be written down.
@@ -44,12 +45,24 @@ class ProcurementEnv:
     world: World  # set by reset()
 
     def __init__(
-        self, config: ScenarioConfig | dict | str, *, llm_backend: ModelBackend | None = None
+        self,
+        config: ScenarioConfig | dict | str,
+        *,
+        llm_backend: ModelBackend | None = None,
+        world_key: bytes | None = None,
     ) -> None:
         """``llm_backend`` serves the scenario's LLM suppliers (``supplier_llm``) instead
-        of the backend the scenario names: a shared batching handle, or a test double."""
+        of the backend the scenario names: a shared batching handle, or a test double.
+
+        ``world_key`` seals every world this env resets: its hidden draws come from the
+        seed under the key (world/seeding.py), so a player who knows the seed, the scenario
+        and this code still cannot rebuild it, and observations carry no seed. The key is
+        the server's (a person's seat, a rated evaluation); None keeps public worlds,
+        where the seed alone decides everything."""
         from .scenarios import load_scenario
 
+        self._world_key = check_world_key(world_key)
+        self.sealed = world_key is not None
         self.cfg: ScenarioConfig = load_scenario(config)
         self.catalogue = catalogue_for(self.cfg.items)
         self.seed: int | None = None
@@ -65,9 +78,10 @@ class ProcurementEnv:
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> Observation:
-        """Start an episode. ``seed=None`` draws a fresh seed, reported as ``obs.seed`` and
-        ``env.seed``; the same seed always gives the same episode. No options exist yet:
-        passing any is an error rather than silently ignored."""
+        """Start an episode. ``seed=None`` draws a fresh seed, reported as ``env.seed`` (and
+        as ``obs.seed`` unless the env is sealed); the same seed (and key) always gives the
+        same episode. No options exist yet: passing any is an error rather than silently
+        ignored."""
         if options:
             raise ValueError(f"Unknown reset options: {', '.join(map(str, options))}.")
         if seed is None:
@@ -80,7 +94,11 @@ class ProcurementEnv:
         self.done = False
         self.last_action = VALID_ACTION
         self.world = World.generate(
-            self.cfg, seed, catalogue=self.catalogue, supplier_policies=self.supplier_policies
+            self.cfg,
+            seed,
+            world_key=self._world_key,
+            catalogue=self.catalogue,
+            supplier_policies=self.supplier_policies,
         )
         self._score = 0.0
         self._score = self.running_score()

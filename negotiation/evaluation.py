@@ -37,6 +37,7 @@ from .policies import MEASUREMENT_ONLY, get_policy, list_policies
 from .runner import run_episode
 from .scenarios import list_presets, load_scenario
 from .stats import bootstrap_mean_ci, mean_ci
+from .world.seeding import check_world_key
 
 # Policies that cannot play a headless evaluation, and why.
 REFUSED_POLICIES = {
@@ -61,7 +62,9 @@ class EvaluationError(ValueError):
 @dataclass(frozen=True)
 class EvaluationSpec:
     """What to evaluate, validated. ``configs`` maps each scenario name to its engine config
-    (JSON form); ``tiers`` empty means each scenario as configured."""
+    (JSON form); ``tiers`` empty means each scenario as configured. ``world_key`` seals
+    every world (ProcurementEnv): held-out worlds that no one can rebuild from the seeds
+    without the key; it never appears in a repr or in ``params()``."""
 
     policies: tuple[str, ...]
     scenarios: tuple[str, ...]
@@ -69,6 +72,11 @@ class EvaluationSpec:
     seed_start: int = 0
     tiers: tuple[str, ...] = ()
     configs: Mapping[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    world_key: bytes | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def sealed(self) -> bool:
+        return self.world_key is not None
 
     @property
     def episodes(self) -> int:
@@ -82,6 +90,7 @@ class EvaluationSpec:
             "seeds": self.seeds,
             "seed_start": self.seed_start,
             "tiers": list(self.tiers),
+            "sealed": self.sealed,
         }
 
 
@@ -103,10 +112,12 @@ def build_spec(
     seed_start: int = 0,
     tiers: str | Iterable[str] = (),
     custom_scenarios: Mapping[str, dict[str, Any]] | None = None,
+    world_key: bytes | None = None,
 ) -> EvaluationSpec:
     """Validate every parameter and resolve scenario names to configs; raises
     EvaluationError listing every problem. ``scenarios`` may be "all" (every preset whose
-    suppliers are rule personas); ``custom_scenarios`` adds configs by name (stored ones)."""
+    suppliers are rule personas); ``custom_scenarios`` adds configs by name (stored ones);
+    ``world_key`` seals the worlds (EvaluationSpec)."""
     errors: list[dict[str, str]] = []
     custom = dict(custom_scenarios or {})
 
@@ -167,7 +178,13 @@ def build_spec(
         errors.append({"field": "seed_start", "message": "A whole number from 0 to 2**62."})
     if not errors:
         spec = EvaluationSpec(
-            tuple(pols), tuple(wanted), seeds, seed_start, tuple(tier_names), configs
+            tuple(pols),
+            tuple(wanted),
+            seeds,
+            seed_start,
+            tuple(tier_names),
+            configs,
+            check_world_key(world_key),
         )
         if spec.episodes > MAX_EPISODES:
             errors.append(
@@ -204,13 +221,18 @@ class Outcome:
     opponent: str  # the supplier player: persona:<name> (bilateral) or mix:<scenario>
 
 
-# Configs of the current process, keyed by (scenario, tier): set once per worker.
+# Configs of the current process, keyed by (scenario, tier), and the key sealing its
+# worlds (None: public): set once per worker.
 _CONFIGS: dict[tuple[str, str | None], ScenarioConfig] = {}
+_WORLD_KEY: list[bytes | None] = [None]
 
 
-def _init_worker(configs: dict[tuple[str, str | None], dict[str, Any]]) -> None:
+def _init_worker(
+    configs: dict[tuple[str, str | None], dict[str, Any]], world_key: bytes | None
+) -> None:
     _CONFIGS.clear()
     _CONFIGS.update({k: load_scenario(v) for k, v in configs.items()})
+    _WORLD_KEY[0] = world_key
 
 
 def _run_chunk(task: tuple[str, str | None, str, int, int]) -> list[Outcome]:
@@ -220,7 +242,13 @@ def _run_chunk(task: tuple[str, str | None, str, int, int]) -> list[Outcome]:
     opponent = f"persona:{cfg.bilateral_persona}" if cfg.mode == "bilateral" else f"mix:{label}"
     out = []
     for seed in range(lo, hi):
-        res = run_episode(cfg, get_policy(policy, seed=seed), seed, record_steps=False)
+        res = run_episode(
+            cfg,
+            get_policy(policy, seed=seed),
+            seed,
+            record_steps=False,
+            world_key=_WORLD_KEY[0],
+        )
         m = res.metrics
         out.append(
             Outcome(
@@ -277,14 +305,15 @@ def run_outcomes(
         total=spec.episodes, unit="ep", file=progress, disable=progress is None, smoothing=0.1
     ) as bar:
         if workers == 1 or len(tasks) == 1:
-            _init_worker(configs)
+            _init_worker(configs, spec.world_key)
             for task in tasks:
                 chunk = _run_chunk(task)
                 outcomes.extend(chunk)
                 bar.update(len(chunk))
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(min(workers, len(tasks)), _init_worker, (configs,)) as pool:
+            initargs = (configs, spec.world_key)
+            with ctx.Pool(min(workers, len(tasks)), _init_worker, initargs) as pool:
                 for chunk in pool.imap_unordered(_run_chunk, tasks):
                     outcomes.extend(chunk)
                     bar.update(len(chunk))

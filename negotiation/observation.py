@@ -61,7 +61,10 @@ class Observation(NamedTuple):
     quote_validity_weeks: int
     max_deferrals: int
     holding_cost_rate: float  # a deferral costs this x ceiling x quantity
-    seed: int | None
+    # how far a management call moves a standing counter toward the floor: each call
+    # draws a hidden fraction in this published range (actions.escalation_fraction)
+    escalation_range: tuple[float, float]
+    seed: int | None  # None in a sealed world: its player is not told the seed
     episode_key: int  # unique per reset in this process; not part of to_dict()
 
     # --- convenience accessors for policies ------------------------------------------
@@ -107,6 +110,7 @@ class Observation(NamedTuple):
                 "quote_validity_weeks": self.quote_validity_weeks,
                 "max_deferrals": self.max_deferrals,
                 "holding_cost_rate": self.holding_cost_rate,
+                "escalation_fraction_range": list(self.escalation_range),
                 "max_rounds": self.max_rounds,
                 "seller_unit_cost": self.seller_cost,
             },
@@ -145,6 +149,7 @@ def observe(world: World, *, done: bool, last_action: FrozenDict, episode_key: i
         cfg.quote_validity_weeks,
         cfg.max_deferrals,
         cfg.holding_cost_rate,
-        world.seed,
+        cfg.escalation_range,
+        None if world.sealed else world.seed,
         episode_key,
     )

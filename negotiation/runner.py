@@ -91,14 +91,16 @@ def run_episode(
     record_steps: bool = True,
     actions_prefix: list[Any] | None = None,
     llm_backend: ModelBackend | None = None,
+    world_key: bytes | None = None,
 ) -> EpisodeResult:
     """Run to done. `actions_prefix` replays stored actions first (resume after a crash),
     then the policy continues from the resulting observation. `llm_backend` serves the
-    scenario's LLM suppliers (see ProcurementEnv); rule-only scenarios ignore it."""
+    scenario's LLM suppliers (see ProcurementEnv); rule-only scenarios ignore it.
+    `world_key` seals the world (ProcurementEnv): a sealed episode replays only with it."""
     cfg = load_scenario(scenario)
     pol = get_policy(policy, seed=seed) if isinstance(policy, str) else policy
     pol.reset(seed)
-    env = ProcurementEnv(cfg, llm_backend=llm_backend)
+    env = ProcurementEnv(cfg, llm_backend=llm_backend, world_key=world_key)
     obs = env.reset(seed=seed)
     steps: list[StepRecord] = []
     prefix = list(actions_prefix or [])

@@ -30,7 +30,8 @@ class StartEpisodeForm(forms.Form):
         min_value=0,
         max_value=MAX_SEED,
         required=False,
-        help_text="Leave empty for the next seed this scenario and policy have not played.",
+        help_text="Leave empty for the next seed this scenario and policy have not played "
+        "(a human seat's seed is drawn by the server).",
     )
     pace = forms.ChoiceField(
         choices=[

@@ -65,6 +65,11 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# The key that seals the worlds people and rated evaluations play (negotiation/world/
+# seeding.py): never shown in a response, a log line or an export. Empty derives one from
+# SECRET_KEY (procurement.worlds.server_world_key), so nothing needs setting up; set it
+# before rotating SECRET_KEY, or stored sealed episodes no longer replay.
+WORLD_KEY = env.str("WORLD_KEY", default="")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # --- transport security ---------------------------------------------------------------------

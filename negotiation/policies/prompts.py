@@ -80,8 +80,19 @@ def buyer_rules(obs: Observation) -> str:
         f"{fmt_price(obs.pr_threshold)}, its approved purchase requisitions must cover all "
         f"of it (raise_pr: approved after {obs.pr_lead_weeks} week(s); a requirement's PRs "
         f"together ask <= {obs.pr_guardrail} x ceiling x quantity).\n"
-        "- Invalid actions waste the slot and cost score. Tells are noisy signals in 0-1.\n"
+        + _escalation_terms(obs)
+        + "- Invalid actions waste the slot and cost score. Tells are noisy signals in 0-1.\n"
         + _bilateral_terms(obs)
+    )
+
+
+def _escalation_terms(obs: Observation) -> str:
+    """What an escalation does, with the published range of its hidden fraction."""
+    low, high = obs.escalation_range
+    return (
+        "- escalate approves a pending PR now or, naming a supplier, has management call it: "
+        f"its standing counter moves {low:.0%}-{high:.0%} of the way to its hidden floor "
+        "(a fresh hidden share each call). Each escalation costs score.\n"
     )
 
 

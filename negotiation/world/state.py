@@ -1,7 +1,8 @@
 """The World: everything one episode's suppliers, requirements and market are, public and
 hidden, apart from the environment that steps it.
 
-``World.generate(cfg, seed)`` builds a fresh world (the seed decides everything);
+``World.generate(cfg, seed)`` builds a fresh world (the seed decides everything; with a
+``world_key`` the seed and the key do, see seeding.py);
 ``actions``, ``week``, ``scoring``, ``metrics`` and ``observation`` read and change it, and
 ``ProcurementEnv`` only adds the episode loop around it (reset / step / score / observe).
 """
@@ -26,6 +27,7 @@ from .entities import (
     ThreadHidden,
 )
 from .market import Market
+from .seeding import world_root
 
 if TYPE_CHECKING:
     from ..suppliers.rule import SupplierPolicy
@@ -90,6 +92,8 @@ class World:
         "req_by_id",
         "requirements",
         "rng",
+        "root",
+        "sealed",
         "seed",
         "seller_cost",
         "slot",
@@ -114,14 +118,18 @@ class World:
         seed: int,
         catalogue: Catalogue,
         supplier_policies: dict[str, SupplierPolicy],
+        world_key: bytes | None = None,
     ) -> None:
         """An empty world at week 0; ``generate`` fills it."""
         self.cfg = cfg
         self.seed = seed
+        # what every draw derives from: the seed, or the seed under the key (seeding.py)
+        self.root = world_root(seed, world_key)
+        self.sealed = world_key is not None
         self.catalogue = catalogue
         # persona -> who answers for it where it is not its rule persona (suppliers.cast)
         self.supplier_policies = supplier_policies
-        self.rng = random.Random(seed)
+        self.rng = random.Random(self.root)
         self.week = 0
         self.slot = 0
         self.steps_taken = 0
@@ -163,14 +171,19 @@ class World:
         cfg: ScenarioConfig,
         seed: int,
         *,
+        world_key: bytes | None = None,
         catalogue: Catalogue | None = None,
         supplier_policies: dict[str, SupplierPolicy] | None = None,
     ) -> World:
-        """The world of ``cfg`` that ``seed`` draws: the same seed, the same world."""
+        """The world of ``cfg`` that ``seed`` draws: the same seed, the same world. With a
+        ``world_key`` the hidden draws come from the seed under the key: the same seed and
+        key, the same world; without the key, the seed rebuilds nothing (seeding.py)."""
         from .catalogue import catalogue_for
         from .worldgen import generate_arena, generate_bilateral
 
-        world = cls(cfg, seed, catalogue or catalogue_for(cfg.items), supplier_policies or {})
+        world = cls(
+            cfg, seed, catalogue or catalogue_for(cfg.items), supplier_policies or {}, world_key
+        )
         if cfg.mode == "bilateral":
             generate_bilateral(world)
         else:

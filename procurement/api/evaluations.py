@@ -24,6 +24,7 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "tiers",
             "seeds",
             "seed_start",
+            "sealed",
             "workers",
             "episodes",
             "seconds",

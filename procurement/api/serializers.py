@@ -12,12 +12,24 @@ from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_D
 from procurement.models import ApprovalStatus, Decision, Episode, PolicyConfig, Scenario, Sweep
 from procurement.roles import ROLES
 from procurement.selectors import live as live_selectors
+from procurement.selectors.scenarios import scenario_config_view
 from procurement.services import policies as policy_services
 
 
+class ScenarioConfigField(serializers.JSONField):
+    """A scenario config as the request's user may read it: hidden supplier settings
+    scrubbed for everyone but admins (selectors.scenarios.scenario_config_view)."""
+
+    def to_representation(self, value):
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        return scenario_config_view(super().to_representation(value), user=user)
+
+
 class ScenarioSerializer(serializers.ModelSerializer):
-    config = serializers.JSONField(
-        help_text="Every ScenarioConfig parameter; omitted ones take the engine's defaults."
+    config = ScenarioConfigField(
+        help_text="Every ScenarioConfig parameter; omitted ones take the engine's defaults. "
+        "A named supplier's persona reads 'hidden' except to admins."
     )
 
     class Meta:
@@ -60,7 +72,7 @@ class ScenarioSerializer(serializers.ModelSerializer):
 class PresetSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
-    config = serializers.JSONField()
+    config = serializers.JSONField()  # presets name no suppliers: nothing hidden
 
 
 class PolicyConfigSerializer(serializers.ModelSerializer):
@@ -111,6 +123,12 @@ class PolicyConfigSerializer(serializers.ModelSerializer):
 
 class EpisodeSerializer(serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    seed = serializers.IntegerField(
+        source="shown_seed",
+        read_only=True,
+        allow_null=True,
+        help_text="null while a sealed episode (a person's seat) plays; shown once it ends.",
+    )
 
     class Meta:
         model = Episode
@@ -123,6 +141,7 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "policy_name",
             "policy_version",
             "seed",
+            "sealed",
             "status",
             "queue",
             "sweep",
@@ -154,6 +173,7 @@ class EpisodeDetailSerializer(EpisodeSerializer):
         help_text="What the run waits for now (its place in its lane, its model loading or "
         "thinking); null when nothing."
     )
+    scenario_snapshot = ScenarioConfigField(read_only=True)
 
     class Meta(EpisodeSerializer.Meta):
         fields = [
@@ -191,7 +211,8 @@ class EpisodeCreateSerializer(serializers.Serializer):
         min_value=0,
         max_value=MAX_SEED,
         required=False,
-        help_text="Omit for the next seed this scenario and policy have not played.",
+        help_text="Omit for the next seed this scenario and policy have not played. A human "
+        "seat's seed is drawn by the server: giving one is refused.",
     )
     step_delay = serializers.FloatField(
         min_value=0,

@@ -28,7 +28,12 @@ from procurement.errors import NotFound
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload, episode_approvals
-from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
+from procurement.selectors.episodes import (
+    episode_decisions,
+    episode_list,
+    episodes_on_seed,
+    public_state_at,
+)
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
@@ -87,7 +92,8 @@ class ScenarioViewSet(viewsets.ModelViewSet):
     def copy(self, request, pk=None):
         """Copy a scenario (a preset, usually) into an editable one."""
         copy = scenario_services.scenario_copy(source=self.get_object(), user=request.user)
-        return Response(s.ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED)
+        data = s.ScenarioSerializer(copy, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 class PresetViewSet(viewsets.ViewSet):
@@ -148,11 +154,16 @@ class EpisodeFilter(django_filters.FilterSet):
     sweep = django_filters.NumberFilter(
         field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
     )
-    seed = django_filters.NumberFilter(min_value=0, max_value=MAX_BIGINT, decimal_places=0)
+    seed = django_filters.NumberFilter(
+        method="filter_seed", min_value=0, max_value=MAX_BIGINT, decimal_places=0
+    )
 
     class Meta:
         model = Episode
         fields = ["status", "scenario", "policy", "sweep", "seed"]
+
+    def filter_seed(self, queryset, name, value):
+        return episodes_on_seed(queryset, int(value))
 
 
 class EpisodeViewSet(

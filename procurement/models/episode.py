@@ -37,6 +37,11 @@ class Episode(models.Model):
     policy_version = models.PositiveIntegerField(default=1)
     policy_snapshot = models.JSONField(decoder=StoredJSONDecoder)
     seed = models.BigIntegerField()
+    sealed = models.BooleanField(
+        default=False,
+        help_text="Its hidden world is drawn from the seed under the server's key (a "
+        "person's seat): the seed rebuilds nothing, and it is shown once the episode ends.",
+    )
     step_delay = models.FloatField(
         default=0.0,
         help_text="Seconds between decisions: 0 plays at engine speed; a live episode is "
@@ -83,11 +88,19 @@ class Episode(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.scenario_name} / {self.policy_name} / seed {self.seed}"
+        seed = "sealed" if self.shown_seed is None else f"seed {self.seed}"
+        return f"#{self.pk} {self.scenario_name} / {self.policy_name} / {seed}"
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def shown_seed(self) -> int | None:
+        """The seed as every page, response, stream and log line shows it: None for a
+        sealed episode until it ends (DESIGN 2: a player is not told the seed while it
+        plays), the seed otherwise. The Django admin shows the stored field."""
+        return None if self.sealed and not self.is_terminal else self.seed
 
     @property
     def run_plan(self) -> RunPlan:

@@ -27,6 +27,11 @@ class Evaluation(models.Model):
     )
     seeds = models.PositiveIntegerField()
     seed_start = models.BigIntegerField(default=0)
+    sealed = models.BooleanField(
+        default=False,
+        help_text="Held-out worlds: drawn from the seeds under the server's key, so no one "
+        "can rebuild them from the seeds.",
+    )
     workers = models.PositiveSmallIntegerField(default=1)
     episodes = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(default=0.0, help_text="Wall time of the run.")

@@ -8,16 +8,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from negotiation.llm.models import model_label
 from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
+from procurement.models.status import TERMINAL_STATUSES
 from procurement.run_plan import RunPlan
+from procurement.worlds import episode_env
 
 if TYPE_CHECKING:
-    from negotiation import Observation, ProcurementEnv
+    from negotiation import Observation
 
 
 @dataclass(frozen=True)
@@ -60,16 +62,24 @@ def episode_model_label(episode: Episode) -> str | None:
 
 
 def next_free_seed(*, scenario: Scenario, policy: PolicyConfig) -> int:
-    """The smallest seed this scenario and policy have not played as a single episode."""
+    """The smallest seed this scenario and policy have not played as a single public
+    episode (a sealed one's seed is the server's draw, and no one's business)."""
     used = set(
-        Episode.objects.filter(scenario=scenario, policy=policy, sweep__isnull=True).values_list(
-            "seed", flat=True
-        )
+        Episode.objects.filter(
+            scenario=scenario, policy=policy, sweep__isnull=True, sealed=False
+        ).values_list("seed", flat=True)
     )
     seed = 0
     while seed in used:
         seed += 1
     return seed
+
+
+def episodes_on_seed(episodes: QuerySet[Episode], seed: int) -> QuerySet[Episode]:
+    """Those of ``episodes`` played on ``seed`` whose seed is shown (Episode.shown_seed):
+    a sealed episode that still plays is never found by its seed."""
+    shown = Q(sealed=False) | Q(status__in=TERMINAL_STATUSES)
+    return episodes.filter(shown, seed=seed)
 
 
 def episode_list() -> QuerySet[Episode]:
@@ -123,18 +133,17 @@ def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[
     each observation before asking for the next one (the engine steps in between).
 
     Raises StateUnavailable at once (before any replay) for LLM suppliers."""
-    from negotiation import ProcurementEnv, load_scenario
-
     if episode.run_plan.suppliers_use_llm:
         raise StateUnavailable(
             "Its suppliers are language models: a past step's boards would need the model "
             "again. The decision timeline holds every step."
         )
-    return _replay(ProcurementEnv(load_scenario(episode.scenario_snapshot)), episode.seed, actions)
+    return _replay(episode, actions)
 
 
-def _replay(env: ProcurementEnv, seed: int, actions: Iterable[Any]) -> Iterator[Observation]:
-    yield env.reset(seed=seed)
+def _replay(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
+    env = episode_env(episode)
+    yield env.observation()
     for action in actions:
         yield env.step(action).observation
 

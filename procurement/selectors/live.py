@@ -75,7 +75,7 @@ def episode_payload(episode: Episode) -> dict[str, Any]:
         "status": episode.status,
         "scenario": episode.scenario_name,
         "policy": episode.policy_name,
-        "seed": episode.seed,
+        "seed": episode.shown_seed,  # None while a sealed episode plays
         "steps": episode.steps,
         "score": episode.score,
         "sweep": episode.sweep_id,

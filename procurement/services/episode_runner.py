@@ -38,6 +38,7 @@ from procurement.services.episodes import (
 )
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
+from procurement.worlds import episode_world_key
 
 BATCH_STEPS = 256  # rows per INSERT
 BATCH_SECONDS = 0.05  # a slow (LLM) policy still streams each decision promptly
@@ -202,6 +203,7 @@ def episode_run(
                 record_steps=False,
                 actions_prefix=stored_actions,
                 llm_backend=backend,
+                world_key=episode_world_key(episode),
             )
         if writer.buffer:
             writer.flush()

@@ -20,6 +20,7 @@ from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import episode_quota_check
 from procurement.services.run_status import cancel_run
+from procurement.worlds import episode_env
 
 
 def episode_build(
@@ -66,9 +67,12 @@ def episode_create(
     a live episode for people watching (0: engine speed; see episode_runner: no worker
     waits through the pause). An episode that uses a language model plays at the model's
     pace (its step_delay is 0): a paused run's continuation would ask the model again for
-    every stored supplier turn, and the buyer's LLM counts live in one task."""
+    every stored supplier turn, and the buyer's LLM counts live in one task. A human seat
+    is sealed: the server draws its seed (a ``seed`` given for one is refused with a
+    ValidationError) and its world under the server's key (procurement.worlds)."""
     if not 0 <= step_delay <= MAX_STEP_DELAY:
         raise ValueError(f"step_delay must be between 0 and {MAX_STEP_DELAY} seconds.")
+    requested_seed = seed
     if seed is None:
         seed = next_free_seed(scenario=scenario, policy=policy)
     episode = episode_build(scenario=scenario, policy=policy, seed=seed, user=user)
@@ -78,6 +82,7 @@ def episode_create(
         from procurement.services import human_seat
 
         human_seat.seat_check_allowed(plan=plan)
+        human_seat.seat_seal(episode=episode, requested_seed=requested_seed)
         episode_quota_check(user=user, plan=plan)
         episode.save()
         human_seat.seat_open(episode=episode)  # no task: the analyst plays it move by move
@@ -210,15 +215,13 @@ def episode_replay(*, episode: Episode) -> ReplayReport:
     and the suppliers a model played answer from the record (their stored responses,
     ``negotiation.suppliers.recorded``), so a replay is engine time, inside the request,
     whoever played. It checks the engine and the record, not the model."""
-    from negotiation import ProcurementEnv, load_scenario
     from negotiation.suppliers.recorded import RecordedReplies
 
     if episode.status != EpisodeStatus.FINISHED:
         raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
     replies = RecordedReplies() if episode.run_plan.suppliers_use_llm else None
-    env = ProcurementEnv(load_scenario(episode.scenario_snapshot), llm_backend=replies)
-    env.reset(seed=episode.seed)
+    env = episode_env(episode, llm_backend=replies)
     records = episode.decisions.order_by("step").values_list("action", "response", "supplier_actor")
     steps = 0
     for action, response, supplier_actor in records.iterator(chunk_size=2000):

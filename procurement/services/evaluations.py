@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from negotiation.evaluation import EvaluationError, build_spec, evaluate
 from procurement.models import Evaluation, Scenario
+from procurement.worlds import server_world_key
 
 NAME_LENGTH = Evaluation._meta.get_field("name").max_length
 
@@ -36,11 +37,14 @@ def evaluation_create(
     tiers: str | Iterable[str] = (),
     workers: int = 1,
     name: str = "",
+    sealed: bool = False,
     user=None,
     progress: IO[str] | None = None,
 ) -> Evaluation:
     """Evaluate rule policies on preset (or stored) scenarios and store the result.
-    ``progress`` is a stream for a progress bar (None: no bar)."""
+    ``sealed``: held-out worlds, drawn from the seeds under the server's key
+    (procurement.worlds), so no one can rebuild them from the seeds. ``progress`` is a
+    stream for a progress bar (None: no bar)."""
     if len(name) > NAME_LENGTH:
         raise ValidationError({"name": [f"At most {NAME_LENGTH} characters."]})
     wanted = scenarios.split(",") if isinstance(scenarios, str) else list(scenarios)
@@ -57,6 +61,7 @@ def evaluation_create(
             seed_start=seed_start,
             tiers=tiers,
             custom_scenarios=stored,
+            world_key=server_world_key() if sealed else None,
         )
         started = timezone.now()
         result = evaluate(spec, workers=workers, progress=progress)
@@ -69,6 +74,7 @@ def evaluation_create(
         tiers=list(spec.tiers),
         seeds=spec.seeds,
         seed_start=spec.seed_start,
+        sealed=spec.sealed,
         workers=workers,
         episodes=spec.episodes,
         seconds=round(result.seconds, 3),

@@ -15,6 +15,7 @@ the seat to the policy's ``fallback``, which a worker then plays from the stored
 from __future__ import annotations
 
 import re
+import secrets
 from datetime import timedelta
 from typing import Any
 
@@ -22,7 +23,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from negotiation import ProcurementEnv, load_scenario
+from negotiation import ProcurementEnv
+from negotiation.env import SEED_BOUND
 from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
 from procurement.errors import ApplicationError, Conflict, Forbidden
@@ -34,6 +36,7 @@ from procurement.services.episodes import (
     episode_decisions_append,
     episode_finish,
 )
+from procurement.worlds import episode_env
 
 HUMAN_ACTOR = "human"
 
@@ -73,6 +76,21 @@ def seat_check_allowed(*, plan: RunPlan) -> None:
         raise ValidationError({"scenario": [message]})
 
 
+SEAT_SEED_REFUSED = (
+    "A human seat's seed is drawn by the server and shown when the episode ends: leave seed out."
+)
+
+
+def seat_seal(*, episode: Episode, requested_seed: int | None) -> None:
+    """Seal a new (unsaved) seat: the server draws its seed, and its world is drawn under
+    the server's key (procurement.worlds). A player who chose the seed could open a
+    second seat on the same world and probe it there: a requested seed is refused."""
+    if requested_seed is not None:
+        raise ValidationError({"seed": [SEAT_SEED_REFUSED]})
+    episode.seed = secrets.randbelow(SEED_BOUND)
+    episode.sealed = True
+
+
 def seat_open(*, episode: Episode) -> None:
     """A new human episode starts running at once (attempt 1): the seat is open."""
     now = timezone.now()
@@ -88,8 +106,7 @@ def _field_of(code: str, message: str) -> str | None:
 
 
 def _rebuild(episode: Episode) -> ProcurementEnv:
-    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
-    env.reset(seed=episode.seed)
+    env = episode_env(episode)
     for action in episode.decisions.order_by("step").values_list("action", flat=True):
         env.step(action)
     return env

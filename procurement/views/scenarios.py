@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from negotiation.config import parameter_docs
 from procurement.models import Scenario
 from procurement.roles import has_role
+from procurement.selectors.scenarios import scenario_config_view
 from procurement.views.access import role_required
 
 
@@ -20,7 +21,7 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
 @role_required("analyst")
 def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     scenario = get_object_or_404(Scenario, pk=scenario_id)
-    config = scenario.engine_config()
+    config = scenario_config_view(scenario.engine_config(), user=request.user)
     rows = [
         {"doc": doc, "value": config.get(doc.name), "changed": config.get(doc.name) != doc.default}
         for doc in parameter_docs()

@@ -525,3 +525,60 @@ def test_step_after_done_does_not_raise():
         env.step({"action_type": "defer"})
     res = env.step({"action_type": "defer"})
     assert res.done and res.info["error"]["code"] == "episode_done" and res.reward == 0.0
+
+
+def _escalated_twice(seeds: range) -> list[tuple[float, float, float, float, tuple]]:
+    """(standing counter, answer to a first call, answer to a second, true reservation,
+    published range) for a fresh thread on each requirement of each seed."""
+    out = []
+    for seed in seeds:
+        env = ProcurementEnv(
+            load_scenario("medium_adversarial", escalations=100, budget_tightness=0.0)
+        )
+        obs = env.reset(seed=seed)
+        published = obs.to_dict()["rules"].get("escalation_fraction_range")
+        for r in obs.requirements:
+            sid = first_supplier_for(env, r.id)
+            offer = round(env.world.sup_by_id[sid].list_prices[r.id] * 0.8, 2)
+            res = negotiate(env, sid, r.id, offer)
+            if env.done or res.info["response"]["response"] != "counter":
+                continue
+            answers = [res.info["response"]["price"]]
+            for _ in range(2):
+                res = env.step(
+                    {"action_type": "escalate", "requirement_id": r.id, "supplier_id": sid}
+                )
+                assert res.info["valid"], res.info["error"]
+                answers.append(res.info["response"]["price"])
+            truth = env.world.th_hidden[(sid, r.id)].reservation
+            out.append((*answers, truth, published))
+            if env.done:
+                break
+    return out
+
+
+def test_an_escalation_leaves_the_reservation_uncertain_by_the_published_range():
+    rows = _escalated_twice(range(4))
+    assert len(rows) >= 12
+    fractions = []
+    for cur, answer, _, truth, published in rows:
+        low, high = published  # the observation states the range
+        # What a player infers: answer = cur - f (cur - R) with f somewhere in [low, high].
+        lowest, highest = cur - (cur - answer) / low, cur - (cur - answer) / high
+        assert lowest - 0.01 <= truth <= highest + 0.01  # the truth is inside ...
+        # ... an interval as wide as the range makes it: at least half the way to the floor
+        assert highest - lowest >= 0.5 * (cur - truth) - 0.02
+        fractions.append((cur - answer) / (cur - truth))
+    assert (low, high) == (0.2, 0.4)
+    assert all(low - 0.01 <= f <= high + 0.01 for f in fractions)
+    assert max(fractions) - min(fractions) > 0.1  # hidden and varied, not one public value
+
+
+def test_two_escalations_of_one_thread_cannot_be_solved_for_the_reservation():
+    # With one fraction f for both calls, (cur, t1, t2) is geometric toward R and
+    # R = (cur t2 - t1^2) / (cur + t2 - 2 t1) exactly; each call draws its own.
+    errors = sorted(
+        abs((cur * t2 - t1 * t1) / (cur + t2 - 2 * t1) - truth) / truth
+        for cur, t1, t2, truth, _ in _escalated_twice(range(4))
+    )
+    assert errors[len(errors) // 2] > 0.02

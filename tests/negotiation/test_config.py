@@ -4,6 +4,8 @@ import pytest
 from pydantic import BaseModel
 
 from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
+from negotiation.config import HIDDEN_VALUE, scrub_hidden_settings, validate_config
+from negotiation.world.catalogue import get_catalogue
 
 
 def test_presets_load_and_round_trip():
@@ -118,6 +120,31 @@ def test_loaded_presets_share_nothing_mutable_with_presets():
     overridden = load_scenario("bilateral", persona="deceptive")
     assert load_scenario("bilateral").persona_mix == {"hardball": 1.0}
     assert overridden.persona_mix == {"deceptive": 1.0}
+
+
+def test_a_stored_config_with_one_escalation_fraction_keeps_it_as_the_middle():
+    cfg = validate_config({"escalation_fraction": 0.5})  # as stored before the range
+    assert cfg.escalation_range == (0.4, 0.6)
+    assert validate_config({"escalation_fraction": 0.02}).escalation_range == (0.0, 0.12)
+
+
+def test_an_escalation_range_too_narrow_to_hide_the_floor_is_refused():
+    with pytest.raises(ScenarioValidationError) as exc:
+        validate_config({"escalation_fraction_spread": 0.0})
+    assert exc.value.errors[0]["field"] == "escalation_fraction_spread"
+
+
+def test_scrubbing_hides_each_named_suppliers_persona_and_nothing_else():
+    category = get_catalogue().categories[0]
+    roster = [{"name": "Acme", "persona": "deceptive", "categories": [category]}]
+    config = validate_config({"n_suppliers": 3, "supplier_roster": roster}).model_dump(mode="json")
+    scrubbed = scrub_hidden_settings(config)
+    assert scrubbed["supplier_roster"][0]["persona"] == HIDDEN_VALUE
+    assert config["supplier_roster"][0]["persona"] == "deceptive"  # the input is untouched
+    assert {k: v for k, v in scrubbed.items() if k != "supplier_roster"} == {
+        k: v for k, v in config.items() if k != "supplier_roster"
+    }
+    assert scrub_hidden_settings({"supplier_roster": ["odd", 3]}) == {"supplier_roster": ["odd", 3]}
 
 
 def test_stored_configs_without_the_approval_thresholds_keep_working():

@@ -249,3 +249,17 @@ def test_custom_scenario_configs_are_evaluated_and_validated():
 def test_ratings_table_prints(result):
     text = format_ratings(result.ratings)
     assert "persona:hardball" in text and "ordinal" in text
+
+
+def test_a_sealed_evaluation_plays_held_out_worlds_that_its_key_reproduces():
+    def scores(world_key):
+        spec = build_spec(
+            policies="expert", scenarios="easy_negotiation", seeds=3, world_key=world_key
+        )
+        return spec, [o.score for o in run_outcomes(spec)]
+
+    public_spec, public = scores(None)
+    sealed_spec, sealed = scores(b"held-out key")
+    assert sealed != public and scores(b"held-out key")[1] == sealed
+    assert public_spec.params()["sealed"] is False and sealed_spec.params()["sealed"] is True
+    assert "held-out key" not in repr(sealed_spec)

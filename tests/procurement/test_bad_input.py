@@ -409,13 +409,21 @@ MOVE = '{"step": 0, "action": {"action_type": "negotiate", "supplier_id": "S01",
 MOVE += '"requirement_id": "R01", %s}}'
 
 
+@pytest.fixture(autouse=True)
+def _world_key(settings) -> None:
+    settings.WORLD_KEY = "the test server's world key"
+
+
 def _seat(user) -> Episode:
-    return episode_create(
+    episode = episode_create(
         scenario=Scenario.objects.get(name="bilateral_hardball"),
         policy=PolicyConfig.objects.get(name="human"),
-        seed=0,
         user=user,
     )
+    # the server drew the seat's seed at random: these tests play one known sealed world
+    Episode.objects.filter(pk=episode.pk).update(seed=0)
+    episode.refresh_from_db()
+    return episode
 
 
 def _seat_holder(user_with_role) -> tuple[Client, Episode]:

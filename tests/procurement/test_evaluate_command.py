@@ -109,3 +109,16 @@ def test_bad_input_is_a_command_error_and_stores_nothing(args, message) -> None:
     with pytest.raises(CommandError, match=message.replace("(", r"\(")):
         _call(*[x for pair in base.items() for x in pair])
     assert Evaluation.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_sealed_evaluation_plays_held_out_worlds(settings) -> None:
+    settings.WORLD_KEY = "the test server's world key"
+    args = ("--policies", "expert", "--scenarios", "easy_negotiation", "--seeds", "3")
+    _call(*args)
+    _call(*args, "--sealed")
+    public, sealed = Evaluation.objects.order_by("pk")
+    assert (public.sealed, sealed.sealed) == (False, True)
+    mean = [e.leaderboard[0]["score"]["mean"] for e in (public, sealed)]
+    expected = sum(run_episode("easy_negotiation", "expert", s).score for s in range(3)) / 3
+    assert mean[0] == pytest.approx(expected) and mean[1] != pytest.approx(expected)

@@ -4,6 +4,8 @@ idle seats are handed to the fallback policy."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -15,11 +17,19 @@ from rest_framework.test import APIClient
 
 from negotiation import ProcurementEnv, get_policy, load_scenario
 from procurement.models import Decision, Episode, PolicyConfig, Scenario
+from procurement.selectors import live as live_selectors
+from procurement.selectors.live import episode_snapshot
 from procurement.services import human_seat
 from procurement.services.episode_runner import episode_run
-from procurement.services.episodes import episode_create
+from procurement.services.episodes import episode_create, episode_replay
+from procurement.worlds import episode_env
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _world_key(settings) -> None:
+    settings.WORLD_KEY = "the test server's world key"
 
 
 @pytest.fixture
@@ -28,10 +38,21 @@ def seat(api_client_for, seeded):
     episode = episode_create(
         scenario=Scenario.objects.get(name="bilateral_hardball"),
         policy=PolicyConfig.objects.get(name="human"),
-        seed=0,
         user=analyst.user,
     )
+    # the server drew a seed at random: the tests below play one known sealed world
+    Episode.objects.filter(pk=episode.pk).update(seed=0)
+    episode.refresh_from_db()
     return analyst, episode
+
+
+OFFER = {"action_type": "negotiate"}
+
+
+def _list_price(client, episode) -> float:
+    """S01's asking price for R01, as the seat's board shows it."""
+    state = client.get(f"/api/episodes/{episode.pk}/state/", {"step": -1}).json()
+    return state["suppliers"][0]["list_prices"]["R01"]
 
 
 def _act(client, episode, action, step: int | None = None):
@@ -51,7 +72,8 @@ def test_a_human_episode_waits_for_its_analyst_on_no_queue(seat) -> None:
 def test_valid_moves_are_stored_and_refused_ones_change_nothing(seat, snapshot_counts) -> None:
     analyst, episode = seat
     offer = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
-    first = _act(analyst, episode, {**offer, "price": 21.0})
+    ask = _list_price(analyst, episode)
+    first = _act(analyst, episode, {**offer, "price": round(ask * 0.8, 2)})
     assert first.status_code == 201, first.json()
     assert first.json()["actor"] == "human" and first.json()["response"]["response"]
     before = snapshot_counts()
@@ -65,7 +87,7 @@ def test_valid_moves_are_stored_and_refused_ones_change_nothing(seat, snapshot_c
         assert refused.status_code == 400
         assert refused.json()["code"] == code and refused.json()["field"] == field
     assert snapshot_counts() == before
-    second = _act(analyst, episode, {**offer, "price": 22.0})
+    second = _act(analyst, episode, {**offer, "price": round(ask * 0.82, 2)})
     assert second.status_code == 201 and second.json()["step"] == 1
 
 
@@ -74,18 +96,20 @@ def test_a_move_for_a_step_already_played_is_refused_and_changes_nothing(
 ) -> None:
     analyst, episode = seat
     move = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
-    assert _act(analyst, episode, {**move, "price": 21.0}, step=0).status_code == 201
+    ask = _list_price(analyst, episode)
+    first, second = round(ask * 0.8, 2), round(ask * 0.82, 2)
+    assert _act(analyst, episode, {**move, "price": first}, step=0).status_code == 201
     before = snapshot_counts()
     for step in (0, 2):  # resent or stale; a step not reached yet
-        refused = _act(analyst, episode, {**move, "price": 22.0}, step=step)
+        refused = _act(analyst, episode, {**move, "price": second}, step=step)
         assert refused.status_code == 409, refused.json()
         assert refused.json()["next_step"] == 1 and "nothing was played" in refused.json()["detail"]
     missing = analyst.post(
-        f"/api/episodes/{episode.pk}/act/", {"action": {**move, "price": 22.0}}, format="json"
+        f"/api/episodes/{episode.pk}/act/", {"action": {**move, "price": second}}, format="json"
     )
     assert missing.status_code == 400 and "step" in missing.json()
     assert snapshot_counts() == before
-    assert _act(analyst, episode, {**move, "price": 22.0}, step=1).status_code == 201
+    assert _act(analyst, episode, {**move, "price": second}, step=1).status_code == 201
 
 
 @pytest.mark.postgres
@@ -99,7 +123,6 @@ def test_concurrent_duplicate_moves_store_exactly_one(user_with_role, seeded) ->
     episode = episode_create(
         scenario=Scenario.objects.get(name="bilateral_hardball"),
         policy=PolicyConfig.objects.get(name="human"),
-        seed=0,
         user=analyst,
     )
     move = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
@@ -135,8 +158,8 @@ def test_only_the_seat_holder_plays_and_only_while_it_runs(seat, api_client_for)
 
 def test_a_human_playing_the_experts_moves_gets_the_experts_score(seat) -> None:
     analyst, episode = seat
-    env = ProcurementEnv(load_scenario(episode.scenario_snapshot))
-    observation = env.reset(seed=episode.seed)
+    env = episode_env(episode)  # the server's own view: the seat's sealed world
+    observation = env.observation()
     expert = get_policy("expert", seed=episode.seed)
     while not env.done:
         action = expert.act(observation)
@@ -150,7 +173,8 @@ def test_a_human_playing_the_experts_moves_gets_the_experts_score(seat) -> None:
 def test_an_idle_seat_is_handed_to_the_fallback_which_finishes_it(seat) -> None:
     analyst, episode = seat
     offer = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
-    assert _act(analyst, episode, {**offer, "price": 21.0}).status_code == 201
+    price = round(_list_price(analyst, episode) * 0.8, 2)
+    assert _act(analyst, episode, {**offer, "price": price}).status_code == 201
     assert human_seat.idle_seats() == []
     Episode.objects.filter(pk=episode.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     [idle] = human_seat.idle_seats()
@@ -163,7 +187,9 @@ def test_an_idle_seat_is_handed_to_the_fallback_which_finishes_it(seat) -> None:
     idle.refresh_from_db()
     actors = list(idle.decisions.order_by("step").values_list("actor", flat=True))
     assert idle.status == "finished" and actors[0] == "human" and set(actors[1:]) == {"policy"}
-    late = _act(analyst, idle, {**offer, "price": 23.0})
+    # the fallback played on in the seat's sealed world: a replay with the key agrees
+    assert idle.sealed and episode_replay(episode=idle).matches
+    late = _act(analyst, idle, {**offer, "price": price})
     assert late.status_code == 400  # no longer a human episode
 
 
@@ -188,3 +214,98 @@ def test_the_human_policy_refuses_to_run_unattended() -> None:
 
     with pytest.raises(HumanSeatError, match="episode page"):
         run_episode("bilateral", "human", seed=0)
+
+
+# --- a sealed seat: its world cannot be rebuilt from what its holder is shown ---------------
+
+SEAT = {"scenario": "easy_negotiation", "policy": "human"}
+
+
+def _open_seat(client) -> int:
+    created = client.post("/api/episodes/", SEAT, format="json")
+    assert created.status_code == 201, created.json()
+    return created.json()["id"]
+
+
+def _everything_shown(client, pk: int) -> dict:
+    """What the seat's holder can read about it: the API (detail, list, decisions, the
+    replay boards' state), the page and the live stream's snapshot."""
+    return {
+        "detail": client.get(f"/api/episodes/{pk}/").json(),
+        "list": client.get("/api/episodes/").json()["results"],
+        "decisions": client.get(f"/api/episodes/{pk}/decisions/").json(),
+        "state": client.get(f"/api/episodes/{pk}/state/", {"step": -1}).json(),
+        "page": client.get(f"/episodes/{pk}/").content.decode(),
+        "overview": client.get("/").content.decode(),
+        "snapshot": episode_snapshot(episode_id=pk)[1],
+    }
+
+
+def test_a_seat_holder_cannot_replay_the_suppliers_from_what_they_are_shown(
+    api_client_for, seeded
+) -> None:
+    analyst = api_client_for("analyst")
+    pk = _open_seat(analyst)
+    # The worst case, and one known world: the server happened to draw a seed the player
+    # guesses first.
+    Episode.objects.filter(pk=pk).update(seed=0)
+    shown = _everything_shown(analyst, pk)
+    rows = [shown["detail"], shown["snapshot"]["episode"], *shown["list"]]
+    seeds = {row["seed"] for row in rows if row["id"] == pk and row["seed"] is not None}
+    seeds |= {int(s) for s in re.findall(r"seed (\d+)", shown["page"])}
+    # A player without a shown seed guesses; with one, on main, a local engine fed the
+    # shown seed and scenario snapshot answered exactly as the server did.
+    candidates = seeds | set(range(16))
+    config = shown["detail"]["scenario_snapshot"]
+    state = shown["state"]
+    moves = []
+    for r in state["requirements"]:
+        s = next(s for s in state["suppliers"] if r["id"] in s["list_prices"])
+        price = round(s["list_prices"][r["id"]] * 0.85, 2)
+        moves.append({**OFFER, "supplier_id": s["id"], "requirement_id": r["id"], "price": price})
+    answers = []
+    for move in moves:
+        played = _act(analyst, Episode(pk=pk), move)
+        assert played.status_code == 201, played.json()
+        answers.append(played.json()["response"])
+    for seed in candidates:
+        local = ProcurementEnv(load_scenario(config))
+        local.reset(seed=seed)
+        predicted = [local.step(move).info["response"] for move in moves]
+        # no answer (price, message and tells) predicted: as good as chance
+        assert not [p for p, a in zip(predicted, answers, strict=True) if p == a], seed
+
+
+def test_a_seats_seed_is_shown_to_no_one_until_it_ends(api_client_for, seeded) -> None:
+    analyst, ops = api_client_for("analyst"), api_client_for("ops")
+    pk = _open_seat(analyst)
+    seed = 987_654_321_012  # no other number on a page looks like it
+    Episode.objects.filter(pk=pk).update(seed=seed)
+    assert _act(analyst, Episode(pk=pk), {"action_type": "defer"}).status_code == 201
+    for client in (analyst, ops):
+        shown = _everything_shown(client, pk)
+        assert shown["detail"]["seed"] is None and shown["detail"]["sealed"] is True
+        assert str(seed) not in json.dumps(shown)
+        assert client.get("/api/episodes/", {"seed": seed}).json()["count"] == 0
+    episode = Episode.objects.get(pk=pk)
+    assert str(seed) not in str(episode) and live_selectors.episode_payload(episode)["seed"] is None
+
+    assert analyst.post(f"/api/episodes/{pk}/cancel/").status_code == 200  # it ends
+    shown = _everything_shown(analyst, pk)
+    assert shown["detail"]["seed"] == seed and shown["snapshot"]["episode"]["seed"] == seed
+    assert f"seed {seed}" in shown["page"]
+    assert analyst.get("/api/episodes/", {"seed": seed}).json()["count"] == 1
+
+
+def test_the_server_draws_each_seats_seed_and_refuses_a_chosen_one(
+    api_client_for, seeded, snapshot_counts
+) -> None:
+    analyst = api_client_for("analyst")
+    first, second = (Episode.objects.get(pk=_open_seat(analyst)) for _ in range(2))
+    assert first.sealed and second.sealed and first.seed != second.seed
+    before = snapshot_counts()
+    chosen = analyst.post("/api/episodes/", {**SEAT, "seed": first.seed}, format="json")
+    assert chosen.status_code == 400 and chosen.json()["seed"] == [human_seat.SEAT_SEED_REFUSED]
+    page = analyst.post("/episodes/new/", {**SEAT, "seed": 5, "pace": "live"})
+    assert page.status_code == 400 and "leave seed out" in page.content.decode()
+    assert snapshot_counts() == before

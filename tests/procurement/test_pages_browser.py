@@ -177,8 +177,15 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
         page.fill("#seat-price", price)
         page.click("#seat-submit")
 
-    offer("21")
+    # The seat's world is sealed and its seed the server's: offer against S01's asking
+    # price as the replay boards' state gives it.
+    ask = page.evaluate(
+        "fetch(location.pathname.replace('/episodes/', '/api/episodes/') + 'state/?step=-1')"
+        ".then(r => r.json()).then(s => s.suppliers[0].list_prices.R01)"
+    )
+    offer(f"{ask * 0.8:.2f}")
     page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 1")
+    page.wait_for_selector("#threads tbody tr")  # the boards (and the form) moved on
     offer("-5")  # refused by the engine: shown on the field, nothing stored
     error = page.locator('.field-error[data-field="price"]')
     error.wait_for()
@@ -187,7 +194,7 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
     )
     assert "out_of_range" in error.text_content()
     assert _rows(page) == 1
-    offer("22")
+    offer(f"{ask * 0.82:.2f}")
     page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 2")
     assert error.text_content() == ""
     assert "counter" in page.locator("#timeline tbody tr").nth(1).text_content()

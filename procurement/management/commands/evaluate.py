@@ -24,9 +24,17 @@ class Command(BaseCommand):
             "--tiers", default="", help="comma-separated curriculum tiers (novice ... master)"
         )
         parser.add_argument("--workers", type=integer, default=1, help="worker processes")
+        parser.add_argument(
+            "--sealed",
+            action="store_true",
+            help="held-out worlds: drawn from the seeds under the server's key (WORLD_KEY), "
+            "so no one can rebuild them from the seeds",
+        )
         parser.add_argument("--name", default="")
 
-    def handle(self, *args, policies, scenarios, seeds, seed_start, tiers, workers, name, **opts):
+    def handle(
+        self, *args, policies, scenarios, seeds, seed_start, tiers, workers, name, sealed, **opts
+    ):
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
         try:
             evaluation = evaluation_create(
@@ -37,6 +45,7 @@ class Command(BaseCommand):
                 tiers=tiers,
                 workers=workers,
                 name=name,
+                sealed=sealed,
                 progress=self.stderr,
             )
         except ValidationError as exc:

@@ -10,13 +10,15 @@
       if (empty) empty.remove();
       tr = document.createElement("tr");
       tr.dataset.id = e.id;
-      const cells = [`<a href="/episodes/${e.id}/">${e.id}</a>`, e.scenario, e.policy, e.seed];
-      tr.innerHTML = cells.map((c, i) => `<td${i === 3 ? ' class="num"' : ""}></td>`).join("") +
+      const cells = [`<a href="/episodes/${e.id}/">${e.id}</a>`, e.scenario, e.policy];
+      tr.innerHTML = cells.map(() => "<td></td>").join("") + '<td class="num" data-field="seed"></td>' +
         '<td data-field="status"></td><td class="num" data-field="steps"></td><td class="num" data-field="score"></td>';
       tr.children[0].innerHTML = cells[0];
-      for (let i = 1; i < 4; i++) tr.children[i].textContent = f.text(cells[i]);
+      for (let i = 1; i < 3; i++) tr.children[i].textContent = f.text(cells[i]);
       body.prepend(tr);
     }
+    // a sealed episode's seed is null until it ends (a person's seat)
+    tr.querySelector('[data-field="seed"]').textContent = e.seed === null ? "sealed" : e.seed;
     tr.querySelector('[data-field="status"]').innerHTML = `<span class="badge ${e.status}"></span>`;
     tr.querySelector(".badge").textContent = e.status;
     if (e.waiting) tr.querySelector(".badge").title = e.waiting.text; // "2nd in the model lane"

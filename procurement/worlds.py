@@ -1,0 +1,60 @@
+"""The worlds stored episodes play: one place that builds a stored episode's engine.
+
+A sealed episode (a person's seat, a rated evaluation) draws its hidden world from its
+seed under the server's key (``WORLD_KEY``; negotiation/world/seeding.py), so no one who
+is shown the seed, the scenario and the code can rebuild it. Every path that builds an
+engine for a stored episode (a run or its resume, the human seat's replay, a replay
+check, the replay boards, training-data exports) asks ``episode_world_key`` or
+``episode_env``: a sealed episode played or replayed without its key would be another
+world. The key itself never leaves this module's callers: no response, log line, export
+or admin page carries it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from negotiation import ProcurementEnv
+    from negotiation.suppliers.cast import ModelBackend
+    from procurement.models import Episode
+
+# What the default key is derived from SECRET_KEY for (an HMAC label: the derived key
+# says nothing about SECRET_KEY, nor SECRET_KEY's other uses about it).
+DERIVED_KEY_LABEL = b"procurement-arena/world-key/v1"
+
+
+def server_world_key() -> bytes:
+    """The server's world key: ``WORLD_KEY`` when set, else HMAC-SHA256(SECRET_KEY,
+    DERIVED_KEY_LABEL)."""
+    configured = getattr(settings, "WORLD_KEY", "")
+    if configured:
+        return configured.encode()
+    secret = str(settings.SECRET_KEY).encode()
+    return hmac.new(secret, DERIVED_KEY_LABEL, hashlib.sha256).digest()
+
+
+def episode_world_key(episode: Episode) -> bytes | None:
+    """The key ``episode``'s world is drawn under: the server's when it is sealed, None
+    (a public world: its seed alone decides it) otherwise."""
+    return server_world_key() if episode.sealed else None
+
+
+def episode_env(episode: Episode, *, llm_backend: ModelBackend | None = None) -> ProcurementEnv:
+    """A fresh engine for a stored episode, reset to its first step: its pinned scenario,
+    its seed and, when sealed, the server's key. ``llm_backend`` answers for its LLM
+    suppliers (a replay's recorded replies); runs pass the key to ``run_episode`` with
+    ``episode_world_key``."""
+    from negotiation import ProcurementEnv, load_scenario
+
+    env = ProcurementEnv(
+        load_scenario(episode.scenario_snapshot),
+        llm_backend=llm_backend,
+        world_key=episode_world_key(episode),
+    )
+    env.reset(seed=episode.seed)
+    return env
