@@ -203,7 +203,7 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
     # Play is disabled while a move is in flight (held here until checked).
     held = []
     page.route("**/act/", lambda route: held.append(route))
-    offer("23")
+    offer(f"{ask * 0.83:.2f}")
     page.wait_for_function("document.getElementById('seat-submit').disabled")
     while not held:
         page.wait_for_timeout(20)
@@ -214,14 +214,15 @@ def test_an_analyst_takes_the_buyers_seat(page, site) -> None:
 
     # The same move six times at once on the embedded SQLite: played once.
     codes = page.evaluate(
-        """async () => {
+        """async (price) => {
           const id = JSON.parse(document.getElementById("episode-page").textContent).episode.id;
           const action = {action_type: "negotiate", supplier_id: "S01", requirement_id: "R01",
-                          price: 24};
+                          price};
           const post = () => window.arenaPost(`/api/episodes/${id}/act/`, {step: 3, action});
           const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(post));
-          return answers.map(([ok, body]) => ok ? 201 : body.next_step);
-        }"""
+          return answers.map(([ok, body]) => ok ? 201 : body.next_step ?? body);
+        }""",
+        round(ask * 0.84, 2),
     )
     assert sorted(codes) == [4, 4, 4, 4, 4, 201], codes  # five refused: next_step is 4
     page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 4")
