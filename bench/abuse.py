@@ -42,7 +42,9 @@ from tests.servers import free_port, terminate, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "abuse-bench-password-1234"
-USERS = {"alice": "analyst", "bob": "analyst", "carol": "analyst", "olga": "ops"}
+USERS = {"alice": "analyst", "bob": "analyst", "carol": "analyst", "olga": "ops", "ada": "admin"}
+# Long episodes (500-600 random decisions each), so the resume and export caps can show.
+LONG_RUN = {"weeks": 104, "actions_per_week": 12, "max_steps": 2000}
 SETUP = """
 from django.core.management import call_command
 from procurement.services.accounts import user_create
@@ -457,18 +459,29 @@ def probe_password_guessing(server: Server, report: Report, *, guesses: int) -> 
     )
 
 
+def long_episodes(server: Server, *, count: int) -> int:
+    """``count`` long random episodes on a scenario an admin makes; the first one's id."""
+    ada = Client(server.url, "ada")
+    scenario = {"name": "long_run", "description": "abuse bench", "config": LONG_RUN}
+    code, made = ada.json("POST", "/api/scenarios/", body=scenario)
+    if code != 201:
+        raise RuntimeError(f"could not make the long scenario: HTTP {code} {made}")
+    ids = [start(ada, "long_run", "random")[1].get("id", 0) for _ in range(count)]
+    for episode_id in ids:
+        wait_status(ada, episode_id, timeout=600)
+    return ids[0]
+
+
 def run_probes(checkout: Path, args: argparse.Namespace) -> Report:
     print(f"\n{checkout} (git {git_head(checkout)})", flush=True)
     server, report = Server(checkout), Report()
     try:
-        olga = Client(server.url, "olga")
-        _, long_run = start(olga, "hard_arena", "expert")
-        wait_status(olga, long_run.get("id", 0), timeout=600)
+        long_run = long_episodes(server, count=args.long_runs)
         steps: list[Callable[[], None]] = [
             lambda: probe_worker_time(server, report, paced=args.paced),
             lambda: probe_seat_moves(server, report, probe_seats(server, report, seats=args.seats)),
             lambda: probe_openenv(server, report, calls=args.openenv),
-            lambda: probe_resume(server, report, long_run.get("id", 0), resumes=args.resumes),
+            lambda: probe_resume(server, report, long_run, resumes=args.resumes),
             lambda: probe_export(server, report),
             lambda: probe_cross_site(server, report),
             lambda: probe_ws_origin(server, report),
@@ -498,6 +511,7 @@ def main() -> None:
     parser.add_argument("--paced", type=int, default=2)
     parser.add_argument("--openenv", type=int, default=70)
     parser.add_argument("--resumes", type=int, default=20)
+    parser.add_argument("--long-runs", type=int, default=3, help="long episodes stored first")
     parser.add_argument("--body-mb", type=int, default=100)
     parser.add_argument("--guesses", type=int, default=40)
     args = parser.parse_args()
