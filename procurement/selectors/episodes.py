@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,6 +15,7 @@ from procurement.errors import Conflict
 from procurement.models import Decision, Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.models.status import TERMINAL_STATUSES
 from procurement.run_plan import RunPlan
+from procurement.selectors.replay_checkpoints import observation_after
 from procurement.worlds import episode_env
 
 if TYPE_CHECKING:
@@ -133,12 +133,16 @@ def replayed_observations(episode: Episode, actions: Iterable[Any]) -> Iterator[
     each observation before asking for the next one (the engine steps in between).
 
     Raises StateUnavailable at once (before any replay) for LLM suppliers."""
+    _refuse_llm_suppliers(episode)
+    return _replay(episode, actions)
+
+
+def _refuse_llm_suppliers(episode: Episode) -> None:
     if episode.run_plan.suppliers_use_llm:
         raise StateUnavailable(
             "Its suppliers are language models: a past step's boards would need the model "
             "again. The decision timeline holds every step."
         )
-    return _replay(episode, actions)
 
 
 def _replay(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
@@ -150,12 +154,13 @@ def _replay(episode: Episode, actions: Iterable[Any]) -> Iterator[Observation]:
 
 def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     """What the buyer saw after decision ``step`` (-1: before the first), for the replay
-    boards (see ``replayed_observations``)."""
+    boards: the same state ``replayed_observations`` gives, resumed from this process's
+    nearest replay checkpoint (replay_checkpoints.py), so a request replays a bounded
+    number of actions once the episode has been replayed that far."""
     if not -1 <= step < episode.steps:
         message = f"step must be between -1 and {episode.steps - 1}; got {step}."
         raise ValidationError({"step": [message]})
-    actions = episode_decisions(episode).filter(step__lte=step).values_list("action", flat=True)
-    replay = replayed_observations(episode, actions.iterator(chunk_size=2000))
-    state = deque(replay, maxlen=1).pop().to_dict()  # the last one: after ``step``
+    _refuse_llm_suppliers(episode)
+    state = observation_after(episode, step).to_dict()
     state["after_step"] = step
     return state
