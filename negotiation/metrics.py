@@ -7,7 +7,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .world.state import World
+
+# Metrics about the deals an episode closed. Without a deal they are undefined: an episode
+# stores 0.0 for them, and summaries average them over episodes with a deal only (None,
+# shown as a dash, where no episode has one), as bargaining papers report them.
+DEAL_METRICS = frozenset({"buyer_share", "rounds_per_deal"})
+
+
+def closed_a_deal(metrics: Mapping[str, object]) -> bool:
+    """Whether an episode with these metrics closed at least one deal."""
+    return float(metrics.get("deal_rate") or 0.0) > 0.0  # type: ignore[arg-type]
 
 
 def compute_metrics(world: World, score: float) -> dict[str, float | int]:
