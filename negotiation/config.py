@@ -637,6 +637,72 @@ def validate_config(data: Any) -> ScenarioConfig:
         raise ScenarioValidationError(errors_from_pydantic(exc)) from None
 
 
+# Parameters that only one mode's world reads (world/worldgen.py): generate_arena draws
+# requirements and suppliers from these, generate_bilateral uses the bilateral_ ones.
+ARENA_PARAMETERS = frozenset(
+    {
+        "n_suppliers",
+        "n_requirements",
+        "critical_fraction",
+        "deadline_tightness",
+        "budget_tightness",
+        "persona_mix",
+        "supplier_roster",
+    }
+)
+MODES: tuple[str, ...] = typing.get_args(ScenarioConfig.model_fields["mode"].annotation)
+# Units a parameter's name states (approval_timeout_s, pr_lead_weeks): (one, many).
+_UNITS = {"_s": ("s", "s"), "weeks": ("week", "weeks")}
+
+
+def parameter_modes(name: str) -> tuple[str, ...]:
+    """The modes whose episodes read parameter ``name``."""
+    if name.startswith("bilateral_"):
+        return ("bilateral",)
+    return ("arena",) if name in ARENA_PARAMETERS else MODES
+
+
+def human_number(x: float) -> str:
+    """A number as a person reads it: thousands separated, no exponent, no trailing .0
+    (1e12 -> "1,000,000,000,000", 0.30 -> "0.3")."""
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
+
+
+def human_value(value: Any, unit: tuple[str, str] | None = None) -> str | list[str]:
+    """A parameter's value for people: "not set" for None, yes/no, numbers with their unit,
+    a weight mapping as shares, largest first ("cooperative 40 %, ..."), other mappings as
+    "key value" pairs, and a list as one line per entry (a list of lines)."""
+    if isinstance(value, list):
+        return [_inline(v) for v in value] or ["none"]
+    weights = isinstance(value, dict) and all(
+        isinstance(w, int | float) and not isinstance(w, bool) for w in value.values()
+    )
+    if weights and (total := math.fsum(value.values())) > 0:
+        return ", ".join(
+            f"{k} {human_number(round(100 * w / total, 1))} %"
+            for k, w in sorted(value.items(), key=lambda kw: (-kw[1], kw[0]))
+        )
+    if unit and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{human_number(value)} {unit[0] if value == 1 else unit[1]}"
+    return _inline(value)
+
+
+def _inline(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return human_number(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_inline(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(_inline(v) for v in value) or "none"
+    return str(value) or "\u2013"  # an en dash, as tables show "no value"
+
+
 @dataclass(frozen=True, slots=True)
 class ParameterDoc:
     """One scenario parameter as a person reads it: what it means and what it may be."""
@@ -645,6 +711,12 @@ class ParameterDoc:
     description: str
     default: Any
     allowed: str  # "0 to 1", "one of arena, bilateral", "a list", ...
+    modes: tuple[str, ...]  # the modes whose episodes read it
+    unit: tuple[str, str] | None  # (one, many): ("week", "weeks"); None when unitless
+
+    def show(self, value: Any) -> str | list[str]:
+        """``value`` of this parameter as people read it (see human_value)."""
+        return human_value(value, self.unit)
 
 
 def allowed_values(info: FieldInfo) -> str:
@@ -654,7 +726,7 @@ def allowed_values(info: FieldInfo) -> str:
     if literal is not None:
         return "one of " + ", ".join(str(v) for v in typing.get_args(literal))
     bounds = {
-        attr: getattr(meta, attr)
+        attr: human_number(getattr(meta, attr))
         for meta in info.metadata
         for attr in ("ge", "gt", "le")
         if getattr(meta, attr, None) is not None
@@ -675,9 +747,20 @@ def allowed_values(info: FieldInfo) -> str:
 
 
 def parameter_docs() -> list[ParameterDoc]:
-    """Every ScenarioConfig parameter with its meaning, default and allowed range."""
+    """Every ScenarioConfig parameter with its meaning, default, allowed range, the modes
+    it applies to and its unit."""
     docs = []
     for name, info in ScenarioConfig.model_fields.items():
         default = info.get_default(call_default_factory=True)
-        docs.append(ParameterDoc(name, info.description or "", default, allowed_values(info)))
+        unit = next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), None)
+        docs.append(
+            ParameterDoc(
+                name,
+                info.description or "",
+                default,
+                allowed_values(info),
+                parameter_modes(name),
+                unit,
+            )
+        )
     return docs

@@ -26,13 +26,14 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from tqdm import tqdm
 
 from .config import TIERS, ScenarioConfig, ScenarioValidationError
 from .curriculum import apply_tier
+from .metrics import DEAL_METRICS, closed_a_deal
 from .policies import MEASUREMENT_ONLY, get_policy, list_policies
 from .runner import run_episode
 from .scenarios import list_presets, load_scenario
@@ -323,38 +324,57 @@ def run_outcomes(
 
 
 # ----------------------------------------------------------------------------- leaderboard
-def _mean(values: Sequence[float]) -> float | None:
-    return mean_ci(values).to_dict()["mean"]
+LEADERBOARD_METRICS = (
+    "deal_rate",
+    "buyer_share",
+    "mutual_loss",
+    "rounds_per_deal",
+    "invalid_action_rate",
+)
+
+
+def summarise(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    key: str,
+    metrics: Iterable[str] = LEADERBOARD_METRICS,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> dict[str, Any]:
+    """One group of episode results (mappings with ``score`` and the named metrics) as a
+    leaderboard row's numbers: the mean score with its percentile-bootstrap 95 % CI (seeded
+    by ``key``: the same group always gets the same interval, and the interval never leaves
+    the range of the scores), and each metric's mean; DEAL_METRICS over the episodes with
+    a deal only, None when none has one. Every leaderboard (evaluations, sweeps, the
+    overview) summarises through here."""
+    deals = [r for r in results if closed_a_deal(r)]
+    row: dict[str, Any] = {
+        "episodes": len(results),
+        "score": bootstrap_mean_ci(
+            [r.get("score") for r in results],
+            resamples=resamples,
+            seed=zlib.crc32(key.encode()),
+        ).to_dict(),
+    }
+    for name in metrics:
+        pool = deals if name in DEAL_METRICS else results
+        row[name] = mean_ci(r.get(name) for r in pool).to_dict()["mean"]
+    return row
 
 
 def leaderboard(
     outcomes: Sequence[Outcome], *, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> list[dict[str, Any]]:
     """One row per (scenario, tier, policy) in the order first seen, best mean score first
-    within each (scenario, tier). The CI is seeded by the row's name: reproducible."""
+    within each (scenario, tier)."""
     groups: dict[tuple[str, str | None, str], list[Outcome]] = defaultdict(list)
     for o in outcomes:
         groups[(o.scenario, o.tier, o.policy)].append(o)
     rows = []
     for (scenario, tier, policy), rs in groups.items():
-        deals = [o for o in rs if o.deal_rate > 0]
-        seed = zlib.crc32(f"{scenario}/{tier}/{policy}".encode())
-        rows.append(
-            {
-                "scenario": scenario,
-                "tier": tier,
-                "policy": policy,
-                "episodes": len(rs),
-                "score": bootstrap_mean_ci(
-                    [o.score for o in rs], resamples=resamples, seed=seed
-                ).to_dict(),
-                "deal_rate": _mean([o.deal_rate for o in rs]),
-                "buyer_share": _mean([o.buyer_share for o in deals]),
-                "mutual_loss": _mean([o.mutual_loss for o in rs]),
-                "rounds_per_deal": _mean([o.rounds_per_deal for o in deals]),
-                "invalid_action_rate": _mean([o.invalid_action_rate for o in rs]),
-            }
+        numbers = summarise(
+            [asdict(o) for o in rs], key=f"{scenario}/{tier}/{policy}", resamples=resamples
         )
+        rows.append({"scenario": scenario, "tier": tier, "policy": policy, **numbers})
     place = {}
     for r in rows:
         place.setdefault((r["scenario"], r["tier"]), len(place))

@@ -4,10 +4,29 @@ agreement), which is why they are only meant to be read as episode results."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .world.state import World
+
+# Metrics about the deals an episode closed. Without a deal they are undefined: an episode
+# stores 0.0 for them, and summaries average them over episodes with a deal only (None,
+# shown as a dash, where no episode has one), as bargaining papers report them.
+DEAL_METRICS = frozenset({"buyer_share", "rounds_per_deal"})
+
+
+def closed_a_deal(metrics: Mapping[str, object]) -> bool:
+    """Whether an episode with these metrics closed at least one deal."""
+    return float(metrics.get("deal_rate") or 0.0) > 0.0  # type: ignore[arg-type]
+
+
+def shown_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """An episode's metrics as pages and the API show them: DEAL_METRICS are None (no
+    value, not 0) when it closed no deal. Stored metrics keep the engine's numbers."""
+    deal = closed_a_deal(metrics)
+    return {k: None if k in DEAL_METRICS and not deal else v for k, v in metrics.items()}
 
 
 def compute_metrics(world: World, score: float) -> dict[str, float | int]:

@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from negotiation.metrics import shown_metrics
 from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
 from procurement.models import ApprovalStatus, Decision, Episode, PolicyConfig, Scenario, Sweep
@@ -123,6 +124,10 @@ class PolicyConfigSerializer(serializers.ModelSerializer):
 
 class EpisodeSerializer(serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    metrics = serializers.SerializerMethodField(
+        help_text="The final metrics; buyer_share and rounds_per_deal are null when the "
+        "episode closed no deal."
+    )
     seed = serializers.IntegerField(
         source="shown_seed",
         read_only=True,
@@ -157,6 +162,10 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "engine_seconds",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_metrics(self, episode: Episode) -> dict:
+        return shown_metrics(episode.metrics or {})
 
 
 class WaitingSerializer(serializers.Serializer):

@@ -1,4 +1,5 @@
-"""Leaderboards: per (scenario, policy) means with 95 % confidence intervals."""
+"""Leaderboards: per (scenario, policy) mean scores with bootstrap 95 % confidence
+intervals, summarised as evaluations are (negotiation.evaluation.summarise)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from negotiation.stats import mean_ci
+from negotiation.evaluation import summarise
 
 LEADERBOARD_METRICS = (
     "deal_rate",
@@ -20,21 +21,17 @@ LEADERBOARD_METRICS = (
 def leaderboard(rows: Iterable[tuple[str, str, float | None, dict[str, Any]]]) -> list[dict]:
     """Rows of (scenario, policy, score, metrics) -> one summary per (scenario, policy),
     best mean score first within each scenario."""
-    groups: dict[tuple[str, str], list[tuple[float | None, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for scenario, policy, score, metrics in rows:
-        groups[(scenario, policy)].append((score, metrics or {}))
-    table = []
-    for (scenario, policy), results in groups.items():
-        score = mean_ci(s for s, _ in results)
-        entry = {
+        groups[(scenario, policy)].append({**(metrics or {}), "score": score})
+    table = [
+        {
             "scenario": scenario,
             "policy": policy,
-            "episodes": len(results),
-            "score": score.to_dict(),
+            **summarise(results, key=f"{scenario}/{policy}", metrics=LEADERBOARD_METRICS),
         }
-        for metric in LEADERBOARD_METRICS:
-            entry[metric] = mean_ci(m.get(metric) for _, m in results).to_dict()["mean"]
-        table.append(entry)
+        for (scenario, policy), results in groups.items()
+    ]
     table.sort(key=lambda e: (e["scenario"], -(e["score"]["mean"] or 0.0)))
     return table
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from negotiation.metrics import shown_metrics
 from procurement.forms import StartEpisodeForm
 from procurement.models import Episode
 from procurement.roles import ROLES, may_cancel_episode, user_role
@@ -43,7 +44,7 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
         "episode": episode,
         "page": {
             "episode": live.episode_payload(episode),
-            "metrics": episode.metrics,
+            "metrics": shown_metrics(episode.metrics or {}),
             "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
             "model": episode_model_label(episode),  # marks the rows its model played
             "error": episode.error,

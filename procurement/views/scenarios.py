@@ -18,14 +18,32 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
     return render(request, "procurement/scenario_list.html", {"scenarios": scenarios})
 
 
+def _lines(shown: str | list[str]) -> list[str]:
+    return shown if isinstance(shown, list) else [shown]
+
+
 @role_required("analyst")
 def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     scenario = get_object_or_404(Scenario, pk=scenario_id)
     config = scenario_config_view(scenario.engine_config(), user=request.user)
-    rows = [
-        {"doc": doc, "value": config.get(doc.name), "changed": config.get(doc.name) != doc.default}
-        for doc in parameter_docs()
-        if doc.name not in ("name", "description")
-    ]
-    context = {"scenario": scenario, "rows": rows, "is_admin": has_role(request.user, "admin")}
+    mode = config.get("mode", "arena")
+    rows = []
+    for doc in parameter_docs():
+        if doc.name in ("name", "description") or mode not in doc.modes:
+            continue
+        value = config.get(doc.name, doc.default)
+        rows.append(
+            {
+                "doc": doc,
+                "value": _lines(doc.show(value)),
+                "default": _lines(doc.show(doc.default)),
+                "changed": value != doc.default,
+            }
+        )
+    context = {
+        "scenario": scenario,
+        "mode": mode,
+        "rows": rows,
+        "is_admin": has_role(request.user, "admin"),
+    }
     return render(request, "procurement/scenario_detail.html", context)

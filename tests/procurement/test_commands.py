@@ -93,7 +93,7 @@ def test_export_sweep_csv_and_json(finished_sweep, tmp_path) -> None:
     out = io.StringIO()
     call_command("export_sweep", str(finished_sweep.pk), "--format", "json", stdout=out)
     body = json.loads(out.getvalue())
-    assert body["sweep"] == finished_sweep.pk and len(body["cells"]) == 2
+    assert body["sweep"]["id"] == finished_sweep.pk and len(body["cells"]) == 2
     assert body["cells"][0]["metrics"]["buyer_share"] == 0.4
 
     path = tmp_path / "out.csv"

@@ -232,7 +232,9 @@ def test_sweep_downloads_and_scores(api_client_for, preset, expert) -> None:
     ]
 
 
-def test_every_scenario_page_explains_every_parameter(client, user_with_role, seeded) -> None:
+def test_every_scenario_page_explains_every_parameter_of_its_mode(
+    client, user_with_role, seeded
+) -> None:
     from negotiation.config import parameter_docs
 
     analyst = _client(client, user_with_role, "analyst")
@@ -242,9 +244,35 @@ def test_every_scenario_page_explains_every_parameter(client, user_with_role, se
     for scenario in Scenario.objects.all():
         assert f'href="/scenarios/{scenario.pk}/"' in listing
         page = analyst.get(f"/scenarios/{scenario.pk}/").content.decode()
+        mode = scenario.engine_config()["mode"]
         for doc in docs:
-            assert f"<code>{doc.name}</code>" in page
-        assert "0.0 to 1.0" in page and "Edit in the admin" not in page
+            assert (f"<code>{doc.name}</code>" in page) == (mode in doc.modes), doc.name
+        assert "0 to 1" in page and "Edit in the admin" not in page
+
+
+def test_the_scenario_page_shows_values_for_people(client, user_with_role, seeded) -> None:
+    # Before: {'cooperative': 0.3, ...}, None, 1000000000000.0 and, on an arena scenario,
+    # every bilateral_ parameter.
+    from procurement.services.scenarios import scenario_create
+
+    scenario = scenario_create(
+        name="big_money",
+        config={
+            "persona_mix": {"cooperative": 0.3, "hardball": 0.7},
+            "escalation_approval_above": 1e12,
+            "pr_threshold": 250_000.0,
+            "approval_timeout_s": 300,
+        },
+    )
+    page = _client(client, user_with_role, "analyst").get(f"/scenarios/{scenario.pk}/")
+    html = page.content.decode()
+    table = html[html.index('id="parameters"') :]
+    for repr_ in ("{'", "None", "e+", "1000000000000.0", "250000.0", "True", "[]"):
+        assert repr_ not in table, repr_
+    assert "hardball 70 %, cooperative 30 %" in table
+    assert "1,000,000,000,000" in table and "250,000" in table and "300 s" in table
+    assert "not set" in table  # supplier_llm, curriculum_tier
+    assert "bilateral_" not in table and "<code>n_suppliers</code>" in table
 
 
 def test_the_admin_scenario_form_carries_the_same_help(admin_client) -> None:
@@ -252,6 +280,6 @@ def test_the_admin_scenario_form_carries_the_same_help(admin_client) -> None:
     page = admin_client.get("/admin/procurement/scenario/add/")
     text = page.content.decode()
     assert page.status_code == 200
-    assert "Share of requirements that are critical" in text and "Allowed: 0.0 to 1.0." in text
+    assert "Share of requirements that are critical" in text and "Allowed: 0 to 1." in text
     detail = admin_client.get(f"/scenarios/{scenario.pk}/").content.decode()
     assert f"/admin/procurement/scenario/{scenario.pk}/change/" in detail

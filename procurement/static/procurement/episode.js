@@ -223,7 +223,8 @@
       const dt = document.createElement("dt"), dd = document.createElement("dd");
       const v = metrics[k];
       dt.textContent = k.replaceAll("_", " ");
-      dd.textContent = typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : v;
+      // null: a deal metric of an episode without a deal (shown_metrics), no value.
+      dd.textContent = v == null ? "–" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : v;
       dl.append(dt, dd);
       return dl;
     }));

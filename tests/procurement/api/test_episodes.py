@@ -332,3 +332,21 @@ def test_replay_of_an_llm_supplier_episode_reads_the_record_and_runs_no_model(
     body = api_client_for("analyst").post(f"/api/episodes/{episode.pk}/replay/").json()
     assert body["matches"] is True and body["steps"] == len(records)
     assert body["replayed_score"] == played.score
+
+
+@pytest.mark.django_db
+def test_an_episode_without_a_deal_has_no_buyer_share(api_client_for, preset, expert) -> None:
+    # Before: buyer_share 0.0 (the engine's placeholder), shown as 0.000 on the episode page.
+    no_deal = episode_create(scenario=preset, policy=expert, seed=1, enqueue=False)
+    dealt = episode_create(scenario=preset, policy=expert, seed=2, enqueue=False)
+    for episode, rate, share in ((no_deal, 0.0, 0.0), (dealt, 0.5, 0.0)):
+        metrics = {"deal_rate": rate, "buyer_share": share, "rounds_per_deal": 3.0 * rate}
+        Episode.objects.filter(pk=episode.pk).update(status="finished", metrics=metrics)
+    api = api_client_for("analyst")
+    shown = api.get(f"/api/episodes/{no_deal.pk}/").json()["metrics"]
+    assert shown == {"deal_rate": 0.0, "buyer_share": None, "rounds_per_deal": None}
+    kept = api.get(f"/api/episodes/{dealt.pk}/").json()["metrics"]
+    assert kept["buyer_share"] == 0.0 and kept["rounds_per_deal"] == 1.5  # a deal at the ceiling
+    page = api.get(f"/episodes/{no_deal.pk}/").content.decode()
+    assert '"buyer_share": null' in page  # the page's own JSON, before any API call
+    assert Episode.objects.get(pk=no_deal.pk).metrics["buyer_share"] == 0.0  # stored as run
