@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.browser import EmbeddedSite, has_horizontal_scroll, login, screenshot
 
@@ -61,9 +62,14 @@ def with_a_guard_repair(ws) -> None:
 def test_fallback_rows_show_who_played_and_why(page, site) -> None:
     login(page, site, "analyst")
     url = start(page, site, "llm_bilateral", "llm-dead-end")
-    # (in the model lane, maybe behind the other test's SmolLM2 episode, until it stops)
+    # (in the model lane, maybe behind the other test's SmolLM2 episode, until it stops: a
+    # cancelled run gives the lane back after its step in flight, minutes on a loaded CI)
     finished = "document.getElementById('status').textContent === 'finished'"
-    page.wait_for_function(finished, timeout=300_000)
+    try:
+        page.wait_for_function(finished, timeout=600_000)
+    except PlaywrightTimeoutError:
+        shown = {k: page.locator(f"#{k}").text_content() for k in ("status", "waiting")}
+        pytest.fail(f"not finished after 600 s: {shown}\n{site.log_tail()}")
     page.route_web_socket(re.compile(r"/ws/episodes/\d+/$"), with_a_guard_repair)
     page.goto(url)
     page.wait_for_selector("#timeline tbody tr")
