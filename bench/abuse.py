@@ -23,11 +23,8 @@ import json
 import os
 import re
 import select
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -38,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.servers import free_port, terminate, wait_port
+from tests.browser import EmbeddedSite
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "abuse-bench-password-1234"
@@ -72,51 +69,17 @@ class Report:
         print(f"  {probe:<58} {value!s:>14}  {unit}", flush=True)
 
 
-class Server:
-    """daphne on a spare port serving the embedded default from ``checkout``."""
+class Server(EmbeddedSite):
+    """daphne serving the embedded default from ``checkout`` (tests/browser.py)."""
 
     def __init__(self, checkout: Path) -> None:
-        self.checkout = checkout
-        self.data = Path(tempfile.mkdtemp(prefix="abuse-"))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-        self.env.update(
-            SECRET_KEY="abuse-bench-key-not-for-production-0123456789",
-            DJANGO_SETTINGS_MODULE="config.settings",
-            DATA_DIR=str(self.data),
-            LOG_LEVEL="WARNING",
-            PYTHONPATH=str(checkout),
-        )
         setup = SETUP.format(users=USERS, password=PASSWORD)
-        subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", setup],
-            cwd=checkout,
-            env=self.env,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        self.log = (self.data / "daphne.log").open("w")
-        cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-        self.proc = subprocess.Popen(
-            [*cmd, "workers.embedded:application"],
-            cwd=checkout,
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        wait_port(self.port, timeout=90)
+        super().__init__({"LOG_LEVEL": "WARNING"}, checkout=checkout, setup=setup)
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        terminate(self.proc)
-        self.log.close()
-        shutil.rmtree(self.data, ignore_errors=True)
 
 
 class Client:

@@ -50,8 +50,13 @@ for name, role in {USERS!r}.items():
 class EmbeddedSite:
     """daphne serving workers.embedded on a spare port, with its own data folder."""
 
-    def __init__(self, settings: dict[str, str] | None = None) -> None:
-        """``settings``: environment variables of the site's own (its limits)."""
+    def __init__(
+        self, settings: dict[str, str] | None = None, *, checkout: Path = ROOT, setup: str = SETUP
+    ) -> None:
+        """``settings``: environment variables of the site's own (its limits); ``checkout``:
+        the code it serves (bench/abuse.py measures an earlier one too); ``setup``: the
+        Python that migrates and makes its users."""
+        self.checkout = checkout
         self.data_dir = Path(tempfile.mkdtemp(prefix="arena-browser-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -60,16 +65,16 @@ class EmbeddedSite:
         self.env.update(
             DATA_DIR=str(self.data_dir),
             SECRET_KEY="browser-test-key-not-for-production-0123456789",
-            PYTHONPATH=str(ROOT),
+            PYTHONPATH=str(checkout),
             RECONCILE_ON_START="0",
         )
         self.env.update(settings or {})
-        self.shell(SETUP)
+        self.shell(setup)
         self.log_path = self.data_dir / "daphne.log"
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), APP],
-            cwd=ROOT,
+            cwd=checkout,
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -80,7 +85,7 @@ class EmbeddedSite:
         """Run Python code in the site's Django (``manage.py shell -c``)."""
         subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT,
+            cwd=self.checkout,
             env=self.env,
             check=True,
             capture_output=True,
