@@ -1,9 +1,11 @@
-"""The overview page."""
+"""The overview page, and the icon for pages that link none."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from procurement.models import Sweep
 from procurement.roles import has_role, user_role
@@ -25,3 +27,10 @@ def overview(request: HttpRequest) -> HttpResponse:
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on pages that link no icon (the admin, the API
+    docs): send them to the app's own."""
+    return redirect(static("procurement/favicon.svg"), permanent=True)

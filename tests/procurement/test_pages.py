@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.test import Client
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
@@ -164,6 +165,15 @@ def test_admin_and_schema_docs_are_branded_and_link_back(admin_client) -> None:
     assert "[Back to the dashboard](/)" in schema["info"]["description"]
     favicon = admin_client.get("/static/procurement/favicon.svg")
     assert favicon.status_code == 200
+
+
+def test_pages_that_link_no_icon_get_the_apps_from_favicon_ico(admin_client) -> None:
+    """The admin links no icon, so browsers ask /favicon.ico (signed in or not)."""
+    assert b'rel="icon"' not in admin_client.get("/admin/").content
+    for visitor in (admin_client, Client()):
+        icon = visitor.get("/favicon.ico", follow=True)
+        assert icon.status_code == 200
+        assert icon.redirect_chain[-1][0].endswith("/procurement/favicon.svg")
 
 
 def _sweep(preset, expert, seeds=3):
