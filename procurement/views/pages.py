@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
 from procurement.models import Sweep
-from procurement.roles import has_role, user_role
+from procurement.roles import has_role
 from procurement.selectors.aggregates import episode_leaderboard
 from procurement.selectors.approvals import approval_payload, pending_approvals
 from procurement.selectors.episodes import episode_list
@@ -19,7 +19,6 @@ from procurement.views.access import role_required
 def overview(request: HttpRequest) -> HttpResponse:
     episodes = episode_list()
     context = {
-        "role": user_role(request.user),
         "can_sweep": has_role(request.user, "ops"),
         "recent": episodes.filter(sweep__isnull=True)[:20],
         "sweeps": Sweep.objects.order_by("-created_at")[:10],

@@ -37,6 +37,26 @@ def test_a_user_without_a_role_sees_only_that(client, user_with_role, seeded, pa
     assert b"no role yet" in response.content and b"Recent episodes" not in response.content
 
 
+def _header(response) -> str:
+    return response.content.decode().split("<header>")[1].split("</header>")[0]
+
+
+def test_the_header_offers_a_role_less_user_only_what_answers(client, user_with_role, seeded):
+    header = _header(_client(client, user_with_role, None).get("/"))
+    assert 'href="/api/docs/"' in header and "no role" in header
+    for page in ("/", "/episodes/new/", "/scenarios/", "/evaluations/"):
+        assert f'href="{page}"' not in header
+
+
+@pytest.mark.parametrize("path", ["/", "/scenarios/", "/evaluations/", "/episodes/new/"])
+def test_every_page_header_names_the_role_and_links_its_pages(
+    client, user_with_role, seeded, path
+) -> None:
+    header = _header(_client(client, user_with_role, "analyst").get(path))
+    assert "· analyst" in header
+    assert 'href="/scenarios/"' in header and 'href="/admin/"' not in header
+
+
 def test_the_overview_links_each_episode_to_its_page(client, user_with_role, preset, expert):
     episode = _finished(preset, expert)
     response = _client(client, user_with_role, "analyst").get("/")
