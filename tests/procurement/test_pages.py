@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.test import Client
+from django.utils.html import escape
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
@@ -79,6 +80,20 @@ def test_the_start_form_starts_a_live_episode_on_the_next_free_seed(
     assert response.status_code == 302 and response.url == f"/episodes/{episode.pk}/"
     assert (episode.seed, episode.step_delay) == (1, LIVE_STEP_DELAY)
     assert episode.created_by == analyst.user
+
+
+def test_the_start_form_defaults_to_the_expert_and_describes_each_choice(
+    client, user_with_role, seeded
+) -> None:
+    response = _client(client, user_with_role, "analyst").get("/episodes/new/")
+    form = response.context["form"]
+    assert form["policy"].value() == "expert"
+    page = response.content.decode()
+    for name in ("scenario", "policy"):
+        for value, _ in form.fields[name].choices:
+            described = form.fields[name].queryset.get(name=str(value)).description
+            assert described and f'data-description="{escape(described)}"' in page
+    assert "Built-in rule policy" not in page  # before: every rule policy said only that
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ def start_from_form(
     page.goto(f"{site.url}/episodes/new/")
     page.select_option("select[name=scenario]", scenario)
     page.select_option("select[name=policy]", policy)
+    assert page.locator("select[name=policy] + .about").text_content()  # what it plays
     if seed:
         page.fill("input[name=seed]", seed)
     page.check(f"input[name=pace][value={pace}]")
