@@ -14,17 +14,34 @@ from procurement.limits import (
 from procurement.models import PolicyConfig, Scenario
 
 PACES = {"live": LIVE_STEP_DELAY, "fast": 0.0}
+DEFAULT_POLICY = "expert"  # the strongest rule policy, always seeded
+
+
+class DescribedSelect(forms.Select):
+    """A drop-down of scenarios or policies whose options carry their description (the
+    start page shows the chosen one's under it)."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if value:
+            option["attrs"]["data-description"] = value.instance.description
+        return option
 
 
 class StartEpisodeForm(forms.Form):
     scenario = forms.ModelChoiceField(
-        queryset=Scenario.objects.order_by("name"), to_field_name="name", empty_label=None
+        queryset=Scenario.objects.order_by("name"),
+        to_field_name="name",
+        empty_label=None,
+        widget=DescribedSelect,
     )
     policy = forms.ModelChoiceField(
         queryset=PolicyConfig.objects.order_by("name"),
         to_field_name="name",
         empty_label=None,
         label="Buyer policy",
+        initial=DEFAULT_POLICY,
+        widget=DescribedSelect,
     )
     seed = forms.IntegerField(
         min_value=0,

@@ -48,12 +48,14 @@ def _errors_on(field: str) -> Iterator[None]:
 
 
 @transaction.atomic
-def user_create(*, username: str, role: Role, password: str | None = None, email: str = ""):
-    """Create (or re-role) a user. Returns (user, password or None when unchanged).
+def user_create(*, username: str, role: Role | None, password: str | None = None, email: str = ""):
+    """Create (or re-role) a user; ``role=None`` leaves them without one (they can sign in
+    and see nothing until an admin gives one). Returns (user, password or None when
+    unchanged).
 
     A given password must pass AUTH_PASSWORD_VALIDATORS; a generated one always does.
     """
-    if role not in ROLES:
+    if role is not None and role not in ROLES:
         raise ValidationError({"role": [f"Unknown role '{role}'; use one of {', '.join(ROLES)}."]})
     if not username or len(username) > 150:
         raise ValidationError({"username": ["A username of 1 to 150 characters is required."]})
@@ -73,5 +75,6 @@ def user_create(*, username: str, role: Role, password: str | None = None, email
     user.is_staff = role == "admin"  # admins use the Django admin
     user.save()
     user.groups.remove(*[g for r, g in groups.items() if r != role])
-    user.groups.add(groups[role])
+    if role is not None:
+        user.groups.add(groups[role])
     return user, (password if created or password else None)

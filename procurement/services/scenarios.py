@@ -131,10 +131,14 @@ def presets_seed() -> dict[str, int]:
     for policy in list_policies():
         if policy == LLM_POLICY:
             continue  # needs a backend and a model: seeded below, named after its model
-        description = POLICY_DESCRIPTIONS.get(policy, f"Built-in rule policy '{policy}'.")
-        _, created = PolicyConfig.objects.get_or_create(
+        generic = f"Built-in rule policy '{policy}'."  # what was seeded before descriptions
+        description = POLICY_DESCRIPTIONS.get(policy, generic)
+        config, created = PolicyConfig.objects.get_or_create(
             name=policy, defaults={"policy": policy, "description": description}
         )
+        if config.description == generic != description:
+            config.description = description
+            config.save(update_fields=["description"])
         counts["policies"] += int(created)
     for name, (params, description) in BUILT_IN_LLM_POLICIES.items():
         _, created = PolicyConfig.objects.get_or_create(
@@ -151,7 +155,26 @@ def presets_seed() -> dict[str, int]:
     return counts
 
 
-POLICY_DESCRIPTIONS = {
+POLICY_DESCRIPTIONS = {  # shown under the start form's drop-down
+    "expert": "The strongest rule buyer: reads each supplier's replies, raises PRs early, "
+    "opens low and concedes step by step below the counter, and awards within budget.",
+    "random": "Picks among the seven actions at random with plausible arguments: a floor.",
+    "always_accept": "Pays the supplier's price whenever it can: no bargaining.",
+    "greedy_lowball": "Offers every supplier a fixed share of its list price, then awards "
+    "the best affordable quote.",
+    "do_nothing": "Waits every week: the anti-gaming floor.",
+    "script_lowball_award": "Offers 0.61 x reference and repeats it until a counter is "
+    "affordable, then awards at once.",
+    "script_lowball_final": "The lowball-and-wait script plus one final offer just under "
+    "the best affordable counter before awarding.",
+    "script_concede_2pct": "Concedes 2 % of the reference price per offer; awards a counter "
+    "at or below its next offer.",
+    "script_concede_5pct": "Concedes 5 % of the reference price per offer; awards a counter "
+    "at or below its next offer.",
+    "script_concede_10pct": "Concedes 10 % of the reference price per offer; awards a "
+    "counter at or below its next offer.",
+    "script_tit_for_tat": "Opens at 0.6 x reference and concedes as much as the supplier "
+    "last did; awards when the counter is within 1 % of its next offer.",
     "human": "You take the buyer's seat and play each move on the episode page; after "
     "10 idle minutes the expert takes over.",
 }

@@ -1,12 +1,14 @@
-"""The overview page."""
+"""The overview page, and the icon for pages that link none."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from procurement.models import Sweep
-from procurement.roles import has_role, user_role
+from procurement.roles import has_role
 from procurement.selectors.aggregates import episode_leaderboard
 from procurement.selectors.approvals import approval_payload, pending_approvals
 from procurement.selectors.episodes import episode_list
@@ -17,7 +19,6 @@ from procurement.views.access import role_required
 def overview(request: HttpRequest) -> HttpResponse:
     episodes = episode_list()
     context = {
-        "role": user_role(request.user),
         "can_sweep": has_role(request.user, "ops"),
         "recent": episodes.filter(sweep__isnull=True)[:20],
         "sweeps": Sweep.objects.order_by("-created_at")[:10],
@@ -25,3 +26,10 @@ def overview(request: HttpRequest) -> HttpResponse:
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on pages that link no icon (the admin, the API
+    docs): send them to the app's own."""
+    return redirect(static("procurement/favicon.svg"), permanent=True)

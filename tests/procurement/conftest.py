@@ -43,14 +43,12 @@ def seeded(db) -> None:
 
 
 @pytest.fixture
-def user_with_role(db, django_user_model) -> Callable:
+def user_with_role(db) -> Callable:
     """``user_with_role("ops")`` -> a user in that group; ``None`` -> a user with no role."""
     counter = iter(range(10_000))
 
     def make(role: str | None, username: str | None = None):
         username = username or f"{role or 'norole'}{next(counter)}"
-        if role is None:
-            return django_user_model.objects.create_user(username=username, password=PASSWORD)
         user, _ = user_create(username=username, role=role, password=PASSWORD)
         return user
 

@@ -47,6 +47,17 @@ def test_create_user_with_a_role(django_user_model) -> None:
 
 
 @pytest.mark.django_db
+def test_create_user_with_role_none_makes_or_leaves_a_user_without_one(django_user_model) -> None:
+    call_command("create_user", "bob", "--role", "admin", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("create_user", "bob", "--role", "none", stdout=out)
+    call_command("create_user", "eve", "--role", "none", stdout=io.StringIO())
+    for user in django_user_model.objects.filter(username__in=["bob", "eve"]):
+        assert not user.groups.exists() and not user.is_staff
+    assert "has no role" in out.getvalue()
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -124,6 +124,7 @@ def test_smollm2_rows_carry_the_models_name_and_the_wait_is_named(browser, site)
     assert not has_horizontal_scroll(phone)
     screenshot(phone, "episode-llm-390")
     if page.locator("#status").text_content() == "running":  # the rest would take minutes
+        page.once("dialog", lambda dialog: dialog.accept())
         page.click("#cancel")
         page.wait_for_function("document.getElementById('status').textContent === 'cancelled'")
     context.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.test import Client
+from django.utils.html import escape
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
@@ -36,6 +38,26 @@ def test_a_user_without_a_role_sees_only_that(client, user_with_role, seeded, pa
     assert b"no role yet" in response.content and b"Recent episodes" not in response.content
 
 
+def _header(response) -> str:
+    return response.content.decode().split("<header>")[1].split("</header>")[0]
+
+
+def test_the_header_offers_a_role_less_user_only_what_answers(client, user_with_role, seeded):
+    header = _header(_client(client, user_with_role, None).get("/"))
+    assert 'href="/api/docs/"' in header and "no role" in header
+    for page in ("/", "/episodes/new/", "/scenarios/", "/evaluations/"):
+        assert f'href="{page}"' not in header
+
+
+@pytest.mark.parametrize("path", ["/", "/scenarios/", "/evaluations/", "/episodes/new/"])
+def test_every_page_header_names_the_role_and_links_its_pages(
+    client, user_with_role, seeded, path
+) -> None:
+    header = _header(_client(client, user_with_role, "analyst").get(path))
+    assert "· analyst" in header
+    assert 'href="/scenarios/"' in header and 'href="/admin/"' not in header
+
+
 def test_the_overview_links_each_episode_to_its_page(client, user_with_role, preset, expert):
     episode = _finished(preset, expert)
     response = _client(client, user_with_role, "analyst").get("/")
@@ -58,6 +80,20 @@ def test_the_start_form_starts_a_live_episode_on_the_next_free_seed(
     assert response.status_code == 302 and response.url == f"/episodes/{episode.pk}/"
     assert (episode.seed, episode.step_delay) == (1, LIVE_STEP_DELAY)
     assert episode.created_by == analyst.user
+
+
+def test_the_start_form_defaults_to_the_expert_and_describes_each_choice(
+    client, user_with_role, seeded
+) -> None:
+    response = _client(client, user_with_role, "analyst").get("/episodes/new/")
+    form = response.context["form"]
+    assert form["policy"].value() == "expert"
+    page = response.content.decode()
+    for name in ("scenario", "policy"):
+        for value, _ in form.fields[name].choices:
+            described = form.fields[name].queryset.get(name=str(value)).description
+            assert described and f'data-description="{escape(described)}"' in page
+    assert "Built-in rule policy" not in page  # before: every rule policy said only that
 
 
 @pytest.mark.parametrize(
@@ -164,6 +200,15 @@ def test_admin_and_schema_docs_are_branded_and_link_back(admin_client) -> None:
     assert "[Back to the dashboard](/)" in schema["info"]["description"]
     favicon = admin_client.get("/static/procurement/favicon.svg")
     assert favicon.status_code == 200
+
+
+def test_pages_that_link_no_icon_get_the_apps_from_favicon_ico(admin_client) -> None:
+    """The admin links no icon, so browsers ask /favicon.ico (signed in or not)."""
+    assert b'rel="icon"' not in admin_client.get("/admin/").content
+    for visitor in (admin_client, Client()):
+        icon = visitor.get("/favicon.ico", follow=True)
+        assert icon.status_code == 200
+        assert icon.redirect_chain[-1][0].endswith("/procurement/favicon.svg")
 
 
 def _sweep(preset, expert, seeds=3):

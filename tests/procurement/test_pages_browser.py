@@ -40,6 +40,7 @@ def start_from_form(
     page.goto(f"{site.url}/episodes/new/")
     page.select_option("select[name=scenario]", scenario)
     page.select_option("select[name=policy]", policy)
+    assert page.locator("select[name=policy] + .about").text_content()  # what it plays
     if seed:
         page.fill("input[name=seed]", seed)
     page.check(f"input[name=pace][value={pace}]")
@@ -180,9 +181,16 @@ def test_an_analyst_cancels_their_live_episode_from_its_page(page, site) -> None
     login(page, site, "analyst")
     start_from_form(page, site, "hard_arena", pace="live")
     page.wait_for_selector("#timeline tbody tr")
+    posts = []
+    page.on("request", lambda r: posts.append(r.url) if r.url.endswith("/cancel/") else None)
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#cancel")  # changes their mind: nothing is sent
+    page.once("dialog", lambda dialog: dialog.accept())
     page.click("#cancel")
     page.wait_for_function("document.getElementById('status').textContent === 'cancelled'")
     assert page.locator("#cancel").is_hidden()
+    assert asked[0].startswith("Cancel this episode?") and len(posts) == 1
     stopped_at = _rows(page)
     time.sleep(1.5)  # a cancelled episode stores nothing more
     assert _rows(page) == stopped_at

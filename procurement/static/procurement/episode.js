@@ -245,6 +245,7 @@
   $("follow").addEventListener("click", () => { follow = true; select(lastStep); });
   const cancel = $("cancel");
   if (cancel) cancel.addEventListener("click", async () => {
+    if (!window.confirm("Cancel this episode? It stops where it is and cannot be resumed.")) return;
     const [ok, body] = await window.arenaPost(`/api/episodes/${episode.id}/cancel/`);
     if (ok) showEpisode(body); else alert(body.detail || "Could not cancel.");
   });

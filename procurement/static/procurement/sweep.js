@@ -78,6 +78,7 @@
 
   const cancel = $("cancel");
   if (cancel) cancel.addEventListener("click", async () => {
+    if (!window.confirm("Cancel this sweep? Cells not yet run are dropped; finished ones stay.")) return;
     const [ok, body] = await window.arenaPost(`/api/sweeps/${sweep.id}/cancel/`);
     if (ok) showProgress(body); else alert(body.detail || "Could not cancel.");
   });
