@@ -52,15 +52,18 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
         # Accept first, then refuse with a close code: a close before accept() becomes an
         # HTTP 403 in daphne, and the browser never sees why.
         await self.accept()
+        # The first read checks the stream exists and names its group; the snapshot sent is
+        # read again after joining it, so an event published before the join (a fast run's
+        # finish) is in the snapshot and one after it arrives on the group: twice at worst
+        # (clients key decisions by step), never not at all.
         try:
             await database_sync_to_async(self.check_user)()
+            await database_sync_to_async(self.snapshot)()
+            await self.channel_layer.group_add(self.group, self.channel_name)
             snapshot = await database_sync_to_async(self.snapshot)()
         except ApplicationError as refused:
             await self.close(code=close_code(refused))
             return
-        # Join before sending the snapshot: an event in between arrives twice at worst
-        # (clients key decisions by step), never not at all.
-        await self.channel_layer.group_add(self.group, self.channel_name)
         await self.send_json(snapshot)
         freeze_startup_heap()
 

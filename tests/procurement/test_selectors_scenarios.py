@@ -12,8 +12,8 @@ from procurement.services.scenarios import scenario_create
 
 pytestmark = pytest.mark.django_db
 
-HIDDEN_ROW = "&#x27;persona&#x27;: &#x27;hidden&#x27;"  # the page's escaped roster row
-TRUE_ROW = "&#x27;persona&#x27;: &#x27;deceptive&#x27;"
+HIDDEN_ROW = "persona hidden"  # the page's roster line (config.human_value)
+TRUE_ROW = "persona deceptive"
 
 
 @pytest.fixture
