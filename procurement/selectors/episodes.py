@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from negotiation.action_mask import valid_actions
 from negotiation.llm.models import model_label
 from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
@@ -161,6 +162,9 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
         message = f"step must be between -1 and {episode.steps - 1}; got {step}."
         raise ValidationError({"step": [message]})
     _refuse_llm_suppliers(episode)
-    state = observation_after(episode, step).to_dict()
+    observation = observation_after(episode, step)
+    state = observation.to_dict()
     state["after_step"] = step
+    if episode.run_plan.human_seat:  # the seat's form offers only what the engine admits
+        state["valid_actions"] = valid_actions(observation).to_list()
     return state
