@@ -100,8 +100,9 @@ def test_the_seat_shows_prices_and_only_the_suppliers_the_requirement_can_use(pa
 
     # What is typed for one action does not carry into another.
     page.fill("#seat-price", "123")
-    page.select_option("#seat-action", "raise_pr")
-    assert page.input_value("#seat-amount") == ""
+    page.fill("#seat-rationale", "for the offer")
+    page.select_option("#seat-action", "award_contract")  # has an optional price too
+    assert page.input_value("#seat-price") == "" and page.input_value("#seat-rationale") == ""
     page.select_option("#seat-action", "negotiate")
     assert page.input_value("#seat-price") == ""
 

@@ -42,7 +42,7 @@
     const above = formFields().slice(0, formFields().findIndex((x) => x.name === name));
     return state.valid_actions.filter((o) => o.action_type === select.value && above.every((x) => {
       const allowed = o.fields[x.name], chosen = value(x.name);
-      return !chosen || !allowed || !allowed.values || allowed.values.includes(chosen);
+      return !chosen || !allowed || !allowed.values || allowed.values.map(String).includes(chosen);
     }));
   }
 
