@@ -218,7 +218,8 @@
     if ($("seat")) $("seat").hidden = true;
     const at = new Date(h.at).toLocaleString([], WHEN);
     $("seat-handover").hidden = false;
-    $("seat-handover").textContent = `The buyer's seat was idle for ${h.idle_seconds} s, so at ${at} (after ${h.step} moves) ` +
+    const moves = h.step ? `after ${h.step} move${h.step === 1 ? "" : "s"} by the person` : "before any move by the person";
+    $("seat-handover").textContent = `The buyer's seat was idle for ${h.idle_seconds} s, so at ${at} (${moves}) ` +
       `the ${h.to} policy took it over and plays the rest of this episode; its moves appear below.`;
   }
 

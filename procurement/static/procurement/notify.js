@@ -36,6 +36,7 @@
   async function refresh() {
     clearTimeout(timer);
     timer = setTimeout(refresh, EVERY_MS);
+    if (document.hidden) return; // a background tab asks again when it is looked at
     const seen = localStorage.getItem(KEY);
     const query = seen ? `?since=${encodeURIComponent(seen)}` : "";
     let body;
@@ -74,5 +75,6 @@
     if (event.target.closest("li.sweep a")) localStorage.setItem(KEY, new Date().toISOString());
   });
   window.addEventListener("focus", refresh);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
   refresh();
 })();

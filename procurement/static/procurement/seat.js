@@ -129,6 +129,10 @@
       rows.push(line("Requirement", `${req.id} ${req.name} (${req.category}): ${req.quantity_needed} of ${req.quantity} ${unit} still needed by week ${req.deadline_week}${req.critical ? ", critical" : ""}`));
       rows.push(line("Reference price", `${f.money(req.reference_unit_price)} per ${unit}`));
       rows.push(line("Ceiling", `${f.money(req.ceiling_unit_price)} per ${unit} (the most the budget allows per unit)`));
+      const prs = state.purchase_requisitions.filter((p) => p.requirement_id === req.id);
+      const threshold = state.rules && state.rules.pr_threshold != null ? `; spend above ${f.money(state.rules.pr_threshold)} needs approved PRs` : "";
+      const listed = prs.map((p) => `${p.id} ${f.money(p.amount)} ${p.status}${p.status === "pending" ? ` until week ${p.matures_week}` : ""}`).join(", ");
+      rows.push(line("Purchase req.", (listed || "none") + threshold));
     }
     for (const name of ["supplier_id", "hedge_supplier_id"]) {
       const sup = state.suppliers.find((s) => s.id === value(name));
