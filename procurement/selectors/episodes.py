@@ -165,6 +165,7 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     observation = observation_after(episode, step)
     state = observation.to_dict()
     state["after_step"] = step
-    if episode.run_plan.human_seat:  # the seat's form offers only what the engine admits
+    if episode.run_plan.human_seat and step == episode.steps - 1:
+        # The seat's form offers only what the engine admits now (1-100 ms: latest only).
         state["valid_actions"] = valid_actions(observation).to_list()
     return state

@@ -342,3 +342,13 @@ def test_a_takeover_is_recorded_and_announced(seat, monkeypatch) -> None:
     shown = live_selectors.episode_payload(idle)["handed_over"]
     assert (shown["to"], shown["idle_seconds"], shown["step"]) == ("expert", 600, 0)
     assert sent == [idle]
+
+
+def test_only_the_latest_state_carries_the_valid_actions(seat) -> None:
+    analyst, episode = seat
+    price = round(_list_price(analyst, episode) * 0.8, 2)
+    offer = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+    assert _act(analyst, episode, {**offer, "price": price}).status_code == 201
+    url = f"/api/episodes/{episode.pk}/state/"
+    assert "valid_actions" not in analyst.get(url, {"step": -1}).json()  # scrubbed back
+    assert analyst.get(url, {"step": 0}).json()["valid_actions"]

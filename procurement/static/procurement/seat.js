@@ -200,6 +200,8 @@
 
   select.addEventListener("change", () => { clearErrors(); build(); });
   document.addEventListener("arena:state", (event) => {
+    // The boards may show a past step (the scrubber): the seat plays from the latest.
+    if (state && event.detail.after_step < state.after_step) return;
     state = event.detail;
     nextStep = Math.max(nextStep, state.after_step + 1);
     follow();
