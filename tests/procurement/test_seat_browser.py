@@ -103,6 +103,8 @@ def test_the_seat_shows_prices_and_only_the_suppliers_the_requirement_can_use(pa
     page.fill("#seat-rationale", "for the offer")
     page.select_option("#seat-action", "award_contract")  # has an optional price too
     assert page.input_value("#seat-price") == "" and page.input_value("#seat-rationale") == ""
+    page.select_option("#seat-action", "raise_pr")  # the most a PR may ask, from the mask
+    assert page.get_attribute("#seat-amount", "placeholder").startswith("up to ")
     page.select_option("#seat-action", "negotiate")
     assert page.input_value("#seat-price") == ""
 

@@ -102,7 +102,9 @@
     for (const field of formFields()) {
       const input = fields.querySelector(`[name="${field.name}"]`);
       if (input.tagName === "SELECT") fillChoices(input, field);
-      else if (field.kind === "number" || field.kind === "integer") {
+      else if (field.name !== "price" && (field.kind === "number" || field.kind === "integer")) {
+        // The most an award's quantity or a PR's amount may be now (a price's bound is
+        // only the engine's absurd-price guard: the facts show the ceiling instead).
         const range = (options(field.name) || []).map((o) => o.fields[field.name]).find((x) => x && x.high != null);
         input.placeholder = range ? `up to ${f.money(range.high)}` : "";
       }
