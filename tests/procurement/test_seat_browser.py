@@ -230,25 +230,33 @@ def test_the_approval_card_says_what_is_at_stake_and_who_may_answer(browser, sit
 def test_the_header_tells_ops_their_sweep_finished_and_links_to_it(page, site) -> None:
     errors = script_errors(page)
     login(page, site, "ops")
-    page.goto(f"{site.url}/sweeps/new/")
-    page.check("input[name=scenarios][value=bilateral]")
-    page.check("input[name=policies][value=always_accept]")
-    page.fill("input[name=seeds]", "2")
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
-    sweep_url = page.url
-    page.goto(f"{site.url}/")
+    # Started through the API, so its page was never shown: the header must tell.
+    sweep = page.evaluate(
+        """async () => {
+          const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+          const response = await fetch("/api/sweeps/", {method: "POST",
+            headers: {"Content-Type": "application/json", "X-CSRFToken": token},
+            body: JSON.stringify({scenarios: ["bilateral"], policies: ["always_accept"],
+                                  seeds: 2})});
+          return (await response.json()).id;
+        }"""
+    )
     page.wait_for_selector("#notify-list li.sweep", state="attached", timeout=30_000)
     assert page.locator("#notify-count").text_content() != "0"
     page.click("#notify-button")
     link = page.locator("#notify-list li.sweep a").first
-    assert "finished" in link.text_content()
+    assert f"Sweep {sweep} finished" in link.text_content()
     page.set_viewport_size(PHONE)
     assert not has_horizontal_scroll(page)
     screenshot(page, "notifications-sweep-390")
     page.set_viewport_size({"width": 1366, "height": 900})
     link.click()
-    page.wait_for_url(sweep_url)
-    # Followed: no longer new.
+    page.wait_for_url(f"{site.url}/sweeps/{sweep}/")
+    # Looked at: no longer new, here or on the next page.
     page.wait_for_selector("#notify-count[hidden]", state="attached", timeout=20_000)
+    page.goto(f"{site.url}/")
+    page.wait_for_selector("#notify-list li", state="attached")
+    page.wait_for_timeout(500)
+    assert page.locator("#notify-count").is_hidden()
+    assert page.locator("#notify-list li.sweep").count() == 0
     assert not errors, errors

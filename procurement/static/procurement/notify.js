@@ -1,7 +1,8 @@
 // The header's "waiting for you" indicator: escalations the user may answer and their
-// sweeps that ended since they last opened it (GET /api/notifications/, every 15 s and
-// when the tab regains focus). "Last opened" lives in this browser (localStorage): the
-// server keeps no read state.
+// sweeps that ended and that they have not looked at since (GET /api/notifications/,
+// every 15 s and when the tab is shown again). What was looked at lives in this browser
+// (localStorage: the sweep pages opened, and when "Mark sweeps seen" was last pressed):
+// the server keeps no read state.
 "use strict";
 (function () {
   const button = document.getElementById("notify-button");
@@ -9,8 +10,16 @@
   const count = document.getElementById("notify-count");
   const panel = document.getElementById("notify-panel");
   const list = document.getElementById("notify-list");
-  const KEY = "arena.notifications.seen", EVERY_MS = 15000;
+  const KEY = "arena.notifications.seen", OPENED = "arena.notifications.opened", EVERY_MS = 15000;
   let timer = null;
+  // Sweeps whose page this browser showed after they ended: looked at, not new.
+  const opened = new Set(JSON.parse(localStorage.getItem(OPENED) || "[]"));
+  const here = Number((location.pathname.match(/^\/sweeps\/(\d+)\/$/) || [])[1]);
+  function lookedAt(sweeps) {
+    if (!here || opened.has(here) || !sweeps.some((n) => n.sweep === here)) return;
+    opened.add(here);
+    localStorage.setItem(OPENED, JSON.stringify([...opened].slice(-200)));
+  }
 
   function item(n, kind) {
     const li = document.createElement("li");
@@ -46,11 +55,14 @@
       if (!response.ok) return;
       body = await response.json();
     } catch (error) { return; } // offline for a moment: the next poll tries again
-    count.hidden = body.count === 0;
-    count.textContent = body.count;
-    button.classList.toggle("has", body.count > 0);
-    button.title = body.count ? `${body.count} waiting for you` : "Nothing waiting for you";
-    const items = [...body.approvals.map((n) => item(n, "approval")), ...body.sweeps.map((n) => item(n, "sweep"))];
+    lookedAt(body.sweeps);
+    const sweeps = body.sweeps.filter((n) => !opened.has(n.sweep));
+    const total = body.approvals.length + sweeps.length;
+    count.hidden = total === 0;
+    count.textContent = total;
+    button.classList.toggle("has", total > 0);
+    button.title = total ? `${total} waiting for you` : "Nothing waiting for you";
+    const items = [...body.approvals.map((n) => item(n, "approval")), ...sweeps.map((n) => item(n, "sweep"))];
     if (!items.length) {
       const li = document.createElement("li");
       li.className = "muted";
@@ -66,13 +78,10 @@
     panel.hidden = !panel.hidden;
     button.setAttribute("aria-expanded", String(!panel.hidden));
   });
-  // Ended sweeps count as seen once the panel was opened and closed, or one is followed.
+  // Ended sweeps stop counting once their page is opened, or all at once here.
   document.getElementById("notify-seen").addEventListener("click", () => {
     localStorage.setItem(KEY, new Date().toISOString());
     refresh();
-  });
-  list.addEventListener("click", (event) => {
-    if (event.target.closest("li.sweep a")) localStorage.setItem(KEY, new Date().toISOString());
   });
   window.addEventListener("focus", refresh);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
