@@ -72,9 +72,11 @@
     list.replaceChildren(...items);
   }
 
+  // Just under the header, however many lines it wraps to on a phone.
+  const place = () => { panel.style.top = `${document.querySelector("header").getBoundingClientRect().bottom + 4}px`; };
+  window.addEventListener("resize", place);
   button.addEventListener("click", () => {
-    // Just under the header, however many lines it wraps to on a phone.
-    panel.style.top = `${document.querySelector("header").getBoundingClientRect().bottom + 4}px`;
+    place();
     panel.hidden = !panel.hidden;
     button.setAttribute("aria-expanded", String(!panel.hidden));
   });
