@@ -10,6 +10,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from procurement.models import ApprovalStatus, Episode, EpisodeStatus
 from procurement.models.status import TERMINAL_STATUSES
@@ -18,6 +19,13 @@ from procurement.selectors.episodes import episodes_on_seed
 
 MAX_BIGINT = 2**63 - 1  # out-of-range numbers are a 400, not a database error
 NEEDS_YOU = "you"
+# Who started an episode: its starter, or for a sweep's cell the sweep's.
+OWNER = Coalesce("created_by__username", "sweep__created_by__username")
+
+
+def with_owner(episodes: QuerySet[Episode]) -> QuerySet[Episode]:
+    """``episodes`` with ``owner_name`` (OWNER) for listing."""
+    return episodes.annotate(owner_name=OWNER)
 
 
 def needing(episodes: QuerySet[Episode], user) -> QuerySet[Episode]:
@@ -30,18 +38,16 @@ def needing(episodes: QuerySet[Episode], user) -> QuerySet[Episode]:
 
 
 class EpisodeFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
-    scenario = django_filters.CharFilter(field_name="scenario_name")
-    policy = django_filters.CharFilter(field_name="policy_name")
+    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices, empty_label="any")
+    scenario = django_filters.CharFilter(field_name="scenario_name", label="Scenario")
+    policy = django_filters.CharFilter(field_name="policy_name", label="Policy")
     sweep = django_filters.NumberFilter(
         field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
     )
     seed = django_filters.NumberFilter(
         method="filter_seed", min_value=0, max_value=MAX_BIGINT, decimal_places=0
     )
-    owner = django_filters.CharFilter(
-        field_name="created_by__username", label="Started by", max_length=150
-    )
+    owner = django_filters.CharFilter(method="filter_owner", label="Started by", max_length=150)
     since = django_filters.DateFilter(
         field_name="created_at",
         lookup_expr="date__gte",
@@ -59,6 +65,7 @@ class EpisodeFilter(django_filters.FilterSet):
         method="filter_needs",
         choices=[(NEEDS_YOU, "needs you (your seat, or an approval)")],
         label="Needs",
+        empty_label="anyone or no one",
     )
 
     class Meta:
@@ -78,6 +85,9 @@ class EpisodeFilter(django_filters.FilterSet):
 
     def filter_seed(self, queryset, name, value):
         return episodes_on_seed(queryset, int(value))
+
+    def filter_owner(self, queryset, name, value: str):
+        return queryset.alias(_owner=OWNER).filter(_owner=value)
 
     def filter_search(self, queryset, name, value: str):
         """An id ("42" or "#42"), or part of a scenario or policy name."""

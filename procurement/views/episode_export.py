@@ -28,13 +28,16 @@ def transcript_csv(request: HttpRequest, episode_id: int) -> HttpResponse:
 @role_required("analyst")
 def transcript_print(request: HttpRequest, episode_id: int) -> HttpResponse:
     episode = get_object_or_404(Episode, pk=episode_id)
+    rows = transcript_rows(episode)
+    # Paper has no room for columns no decision filled (a rule policy writes no message).
+    kept = [i for i, _ in enumerate(TRANSCRIPT_COLUMNS) if any(r[i] != "" for r in rows)]
+    kept = kept or list(range(len(TRANSCRIPT_COLUMNS)))
     context = {
         "episode": episode,
-        "columns": TRANSCRIPT_COLUMNS,
+        "columns": [TRANSCRIPT_COLUMNS[i] for i in kept],
+        "dropped": [c for i, c in enumerate(TRANSCRIPT_COLUMNS) if i not in kept],
         # (column, value) pairs: a phone shows each value under its column's name
-        "rows": [
-            list(zip(TRANSCRIPT_COLUMNS, row, strict=True)) for row in transcript_rows(episode)
-        ],
+        "rows": [[(TRANSCRIPT_COLUMNS[i], r[i]) for i in kept] for r in rows],
         "metrics": sorted(shown_metrics(episode.metrics or {}).items()),
     }
     return render(request, "procurement/episode_print.html", context)

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from procurement.models import Episode
-from procurement.selectors.episode_filters import EpisodeFilter
+from procurement.selectors.episode_filters import EpisodeFilter, with_owner
 from procurement.selectors.episodes import episode_list
 from procurement.views.access import role_required
 
@@ -16,9 +16,7 @@ PAGE_SIZE = 50
 
 @role_required("analyst")
 def episode_index(request: HttpRequest) -> HttpResponse:
-    found = EpisodeFilter(
-        request.GET, queryset=episode_list().select_related("created_by"), request=request
-    )
+    found = EpisodeFilter(request.GET, queryset=with_owner(episode_list()), request=request)
     # A value that does not parse is named on the form and lists nothing (never a 500).
     episodes = found.qs if found.is_valid() else Episode.objects.none()
     page = Paginator(episodes, PAGE_SIZE).get_page(request.GET.get("page"))

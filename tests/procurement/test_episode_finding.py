@@ -16,7 +16,8 @@ from procurement.selectors.episode_filters import EpisodeFilter
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
 from procurement.services.exports import TRANSCRIPT_COLUMNS, write_transcript_csv
-from procurement.templatetags.arena_time import duration
+from procurement.services.sweeps import sweep_create
+from procurement.templatetags.arena_format import duration
 
 pytestmark = pytest.mark.django_db
 
@@ -59,11 +60,15 @@ def test_the_filter_finds_by_owner_date_and_search(user_with_role, preset, exper
         return set(f.qs.values_list("pk", flat=True))
 
     assert found(owner="alice") == {mine.pk}
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=1, user=bob, enqueue=False)
+    cell = episode_create(scenario=preset, policy=expert, seed=0, enqueue=False)
+    Episode.objects.filter(pk=cell.pk).update(sweep=sweep)
+    assert found(owner="bob") == {theirs.pk, cell.pk}  # a sweep's cells are its starter's
     today = timezone.now().date().isoformat()
-    assert found(since=today) == {mine.pk}
+    assert found(since=today) == {mine.pk, cell.pk}
     assert found(until=(timezone.now().date() - dt.timedelta(days=1)).isoformat()) == {theirs.pk}
     assert found(q=f"#{theirs.pk}") == {theirs.pk}
-    assert found(q="easy_neg") == {mine.pk, theirs.pk}
+    assert found(q="easy_neg") == {mine.pk, theirs.pk, cell.pk}
     assert found(q="no-such-name") == set()
 
 
@@ -169,8 +174,6 @@ def test_duration_reads_with_units() -> None:
 
 
 def test_episode_and_sweep_pages_say_when_they_ran(client, user_with_role, preset, expert):
-    from procurement.services.sweeps import sweep_create
-
     _login(client, user_with_role)
     episode = _finished(preset, expert)
     html = client.get(f"/episodes/{episode.pk}/").content.decode()

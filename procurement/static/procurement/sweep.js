@@ -84,6 +84,7 @@
         y: mine.flatMap((g) => g.scores),
         customdata: mine.flatMap((g) => g.episodes || []),  // each point's episode id
         boxpoints: "all", jitter: 0.4, pointpos: 0, marker: { size: 5 },
+        hoveron: "points",  // a click lands on a point (an episode), never on the box
         hovertemplate: "episode %{customdata}<br>score %{y:.3f}<extra>%{x}</extra>",
       };
     });

@@ -1,4 +1,4 @@
-"""How pages write a run's times: moments in the server's zone, named; spans with units."""
+"""How pages write numbers: a run's duration with units, a metric as people read it."""
 
 from __future__ import annotations
 
@@ -22,3 +22,18 @@ def duration(seconds: float | None) -> str:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+@register.filter
+def metric(value) -> str:
+    """A metric's value: counts as whole numbers, rates and amounts to 3 decimals (at
+    most), no value as a dash (shown_metrics: no deal, no buyer share)."""
+    if value is None or value == "":
+        return "\N{EN DASH}"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:,.0f}"
+    return str(value)
