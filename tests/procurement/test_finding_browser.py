@@ -119,6 +119,10 @@ def test_two_episodes_side_by_side(browser, site) -> None:
         page.goto(f"{site.url}/episodes/?seed=5&owner=analyst&policy=expert")
         page.locator("#episode-list tbody tr a").first.click()
         page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+        page.wait_for_selector("#timeline tbody tr")
+        assert "took" in page.locator("#run-times").text_content()
+        assert not has_horizontal_scroll(page)
+        screenshot(page, f"episode-links-{width}")
         page.locator(".compare-link").first.click()  # the same seed under another policy
         page.wait_for_url(re.compile(r"/episodes/compare/\?a=\d+&b=\d+"))
         assert "expert" in page.locator("#side-a").text_content()
