@@ -163,3 +163,24 @@ def test_a_transcript_downloads_as_csv_and_prints(browser, site) -> None:
     assert not has_horizontal_scroll(page)
     screenshot(page, "episode-print-390")
     context.close()
+
+
+def test_a_live_episode_says_when_it_finished_and_how_long_it_took(page, site) -> None:
+    login(page, site, "analyst")
+    page.goto(f"{site.url}/episodes/new/")
+    page.select_option("select[name=scenario]", "medium_adversarial")
+    page.select_option("select[name=policy]", "expert")
+    page.check("input[name=pace][value=live]")  # ~10 s: the page loads while it plays
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    finished = page.locator("#run-times [data-field=finished]")
+    assert finished.get_attribute("datetime") is None  # still playing
+    page.wait_for_function("document.getElementById('status').textContent === 'finished'")
+    page.wait_for_function(
+        "document.querySelector('#run-times [data-field=finished]').hasAttribute('datetime')"
+    )
+    assert finished.text_content().endswith("UTC")  # the zone is named
+    assert re.fullmatch(
+        r"\d+(\.\d)? s|\d+ min \d\d s",
+        page.locator("#run-times [data-field=duration]").text_content(),
+    )
