@@ -184,3 +184,23 @@ def test_a_live_episode_says_when_it_finished_and_how_long_it_took(page, site) -
         r"\d+(\.\d)? s|\d+ min \d\d s",
         page.locator("#run-times [data-field=duration]").text_content(),
     )
+
+
+def test_a_running_human_seat_is_found_under_needs_you(page, site) -> None:
+    # Before: a seat in play was reachable only by typing its URL.
+    login(page, site, "analyst")
+    page.goto(f"{site.url}/episodes/new/")
+    page.select_option("select[name=scenario]", "easy_negotiation")
+    page.select_option("select[name=policy]", "human")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/episodes/\d+/$"))
+    seat = page.url.rstrip("/").rsplit("/", 1)[1]
+    page.click("header >> text=Episodes")
+    page.click("#needs-you")
+    page.wait_for_url(re.compile(r"needs=you"))
+    assert [r.get_attribute("data-id") for r in page.locator("#episode-list tbody tr").all()] == [
+        seat
+    ]
+    assert "human seat" in page.locator("#episode-list tbody tr").first.text_content()
+    page.locator("#episode-list tbody tr a").first.click()
+    page.wait_for_selector("#seat:not([hidden])")
