@@ -108,3 +108,17 @@ def compare_candidates(episode: Episode) -> QuerySet[Episode]:
         output_field=IntegerField(),
     )
     return same.exclude(pk=episode.pk).order_by(finished_first, "-created_at")[:CANDIDATES]
+
+
+def score_lines(a: Episode, b: Episode, rows: list[StepRow]) -> dict[str, Any]:
+    """Each run's running score by step, for the page's chart (one line per run)."""
+
+    def line(e: Episode, side: str) -> dict[str, Any]:
+        points = [(r.step, getattr(r, side).score) for r in rows if getattr(r, side)]
+        return {
+            "name": f"{side.upper()}: #{e.pk} {e.policy_name}",
+            "steps": [step for step, _ in points],
+            "scores": [score for _, score in points],
+        }
+
+    return {"a": line(a, "a"), "b": line(b, "b")}

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from procurement.models import Episode
-from procurement.selectors.episode_compare import aligned_steps, metric_rows
+from procurement.selectors.episode_compare import aligned_steps, metric_rows, score_lines
 from procurement.selectors.episode_filters import MAX_BIGINT
 from procurement.views.access import role_required
 
@@ -31,11 +31,13 @@ def episode_compare(request: HttpRequest) -> HttpResponse:
         return render(request, "procurement/episode_compare.html", {"form": form}, status=status)
     a = get_object_or_404(Episode, pk=form.cleaned_data["a"])
     b = get_object_or_404(Episode, pk=form.cleaned_data["b"])
+    steps = aligned_steps(a, b)
     context = {
         "form": form,
         "a": a,
         "b": b,
         "metrics": metric_rows(a, b),
-        "steps": aligned_steps(a, b),
+        "steps": steps,
+        "lines": score_lines(a, b, steps),
     }
     return render(request, "procurement/episode_compare.html", context)

@@ -11,7 +11,12 @@ import pytest
 from django.utils import timezone
 
 from procurement.models import ApprovalRequest, Episode
-from procurement.selectors.episode_compare import aligned_steps, compare_candidates, metric_rows
+from procurement.selectors.episode_compare import (
+    aligned_steps,
+    compare_candidates,
+    metric_rows,
+    score_lines,
+)
 from procurement.selectors.episode_filters import EpisodeFilter
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
@@ -205,6 +210,9 @@ def test_compare_metrics_have_differences_and_steps_align(pair) -> None:
     assert len(steps) == max(a.steps, b.steps)
     assert [r.step for r in steps] == list(range(len(steps)))
     assert steps[0].a.week == steps[0].b.week  # the same start
+    lines = score_lines(a, b, steps)
+    assert lines["a"]["steps"] == list(range(a.steps))
+    assert lines["a"]["scores"][-1] == pytest.approx(a.score)
 
 
 def test_an_episode_offers_the_same_seed_under_other_policies(client, user_with_role, pair):

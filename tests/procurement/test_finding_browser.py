@@ -129,6 +129,8 @@ def test_two_episodes_side_by_side(browser, site) -> None:
         assert "random" in page.locator("#side-b").text_content()
         assert page.locator("#compare-metrics tr[data-metric=score]").count() == 1
         assert page.locator("#compare-steps tbody tr").count() > 1
+        page.wait_for_selector("#compare-chart .main-svg")
+        assert page.locator("#compare-chart .scatterlayer .trace").count() == 2  # one per run
         assert not has_horizontal_scroll(page)
         screenshot(page, f"episode-compare-{width}")
         context.close()
