@@ -123,6 +123,8 @@ def test_the_list_pages_by_50_and_keeps_its_filters_in_the_page_links(
     second = client.get("/episodes/?policy=expert&page=2")
     assert _ids(second) == [e.pk for e in reversed(episodes)][50:]
     assert client.get("/episodes/?policy=random").context["page"].paginator.count == 0
+    for page in ("abc", "99", "-1", "9" * 40):  # a page that is not there: the nearest one
+        assert client.get(f"/episodes/?page={page}").status_code == 200
 
 
 def test_the_list_shows_owner_times_and_duration(client, user_with_role, preset, expert) -> None:
