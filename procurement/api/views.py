@@ -6,7 +6,6 @@ import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
 
-import django_filters
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -25,15 +24,11 @@ from negotiation import list_presets, load_scenario
 from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
 from procurement.errors import NotFound
-from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
+from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload, episode_approvals
-from procurement.selectors.episodes import (
-    episode_decisions,
-    episode_list,
-    episodes_on_seed,
-    public_state_at,
-)
+from procurement.selectors.episode_filters import EpisodeFilter
+from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
@@ -142,28 +137,6 @@ class PolicyConfigViewSet(viewsets.ModelViewSet):
 
     def perform_destroy(self, instance):
         policy_services.policy_delete(policy_config=instance)
-
-
-MAX_BIGINT = 2**63 - 1  # out-of-range numbers are a 400, not a database error
-
-
-class EpisodeFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
-    scenario = django_filters.CharFilter(field_name="scenario_name")
-    policy = django_filters.CharFilter(field_name="policy_name")
-    sweep = django_filters.NumberFilter(
-        field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
-    )
-    seed = django_filters.NumberFilter(
-        method="filter_seed", min_value=0, max_value=MAX_BIGINT, decimal_places=0
-    )
-
-    class Meta:
-        model = Episode
-        fields = ["status", "scenario", "policy", "sweep", "seed"]
-
-    def filter_seed(self, queryset, name, value):
-        return episodes_on_seed(queryset, int(value))
 
 
 class EpisodeViewSet(

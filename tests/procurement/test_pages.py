@@ -273,6 +273,7 @@ def test_sweep_downloads_and_scores(api_client_for, preset, expert) -> None:
             "scenario": preset.name,
             "policy": "expert",
             "scores": [round(c["score"], 4) for c in cells],
+            "episodes": [c["episode_id"] for c in cells],  # a plot's point opens its episode
         }
     ]
 
