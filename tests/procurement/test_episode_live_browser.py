@@ -22,6 +22,14 @@ RECORD_STATES = """
 window.shownStates = [];
 document.addEventListener("arena:state", (e) => window.shownStates.push(e.detail.after_step));
 """
+# A loaded server: every state answer takes half a second (the issue measured up to 0.55 s),
+# longer than the live pace's 0.4 s between decisions.
+SLOW_STATE = """
+const realFetch = window.fetch;
+window.fetch = (url, ...rest) => String(url).includes("/state/")
+  ? new Promise((done) => setTimeout(done, 500)).then(() => realFetch(url, ...rest))
+  : realFetch(url, ...rest);
+"""
 SAMPLE = """() => {
   const rows = (id) => document.querySelector(`#${id} tbody`).rows.length;
   const note = document.getElementById("boards-note");
@@ -89,7 +97,7 @@ def assert_boards_follow(samples: list[dict]) -> None:
     settled = [s for s in samples if s["at"] - samples[0]["at"] >= 1.0]
     empty = [s for s in settled if not (s["requirements"] and s["suppliers"])]
     assert not empty, f"{len(empty)} of {len(settled)} samples headers-only: {empty[:3]}"
-    behind = [s for s in settled if s["shown"] is None or s["latest"] - s["shown"] > 3]
+    behind = [s for s in settled if s["shown"] is None or s["latest"] - s["shown"] > 5]
     assert not behind, behind[:3]
     assert any(s["threads"] for s in settled), settled[-3:]
     assert not any(s["note"] for s in samples), samples[-1]
@@ -102,12 +110,13 @@ def scrub(page, step: int) -> None:
 
 
 def test_the_boards_follow_every_step_of_a_live_expert_episode(browser, site) -> None:
-    # Before: a state request per decision, debounced 400 ms and dropped when a newer step
-    # had arrived, so at the live pace (one decision per 0.4 s) the boards stayed empty.
+    # Before: a state request per decision, debounced 400 ms and its answer dropped when a
+    # newer step had arrived meanwhile, so at the live pace (a decision every 0.4 s) with
+    # answers taking 0.5 s, the boards stayed headers-only until the run ended.
     page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.add_init_script(RECORD_STATES)
+    page.add_init_script(RECORD_STATES + SLOW_STATE)
     login(page, site, "analyst")
     start(page, site, "medium_adversarial")
     page.wait_for_selector("#timeline tbody tr")
@@ -168,7 +177,7 @@ class Replayed:
 def test_the_boards_of_an_llm_supplier_episode_fill_while_it_plays_and_after(browser, site) -> None:
     # Before: "the boards show no past steps", and every state request was a 409.
     page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
-    page.add_init_script(RECORD_STATES)
+    page.add_init_script(RECORD_STATES + SLOW_STATE)
     login(page, site, "analyst")
     url = start(page, site, "llm-tiny", pace="fast")
     finished = "document.getElementById('status').textContent === 'finished'"
