@@ -91,11 +91,14 @@
       msg.appendChild(t);
     }
     cell(tr, f.score(d.reward), "num");
-    // Keep step order even when a resume fills a gap (live rows go last: no search).
-    const last = tbody.lastElementChild;
-    const after = !last || Number(last.dataset.step) < d.step ? null
-      : [...tbody.rows].find((row) => Number(row.dataset.step) > d.step);
-    tbody.insertBefore(tr, after || null);
+    // Keep step order when a hole is filled: the first row of a later step, by bisection.
+    const rows = tbody.rows;
+    let lo = 0, hi = rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (Number(rows[mid].dataset.step) < d.step) lo = mid + 1; else hi = mid;
+    }
+    tbody.insertBefore(tr, rows[lo] || null);
   }
 
   function addDecisions(list) {
