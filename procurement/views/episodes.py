@@ -46,7 +46,6 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
         "page": {
             "episode": live.episode_payload(episode),
             "metrics": shown_metrics(episode.metrics or {}),
-            "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
             "model": episode_model_label(episode),  # marks the rows its model played
             "error": episode.error,
             # The approval card offers its buttons only to those who may answer.
