@@ -88,8 +88,10 @@ def episode_list() -> QuerySet[Episode]:
     return Episode.objects.defer("scenario_snapshot", "policy_snapshot")
 
 
-def episode_decisions(episode: Episode) -> QuerySet[Decision]:
-    return episode.decisions.order_by("step")
+def episode_decisions(episode: Episode, *, after_step: int = -1) -> QuerySet[Decision]:
+    """Its decisions in step order, those after ``after_step`` only (-1: all)."""
+    decisions = episode.decisions.order_by("step")
+    return decisions if after_step < 0 else decisions.filter(step__gt=after_step)
 
 
 def finished_episode_list(
@@ -157,11 +159,11 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     """What the buyer saw after decision ``step`` (-1: before the first), for the replay
     boards: the same state ``replayed_observations`` gives, resumed from this process's
     nearest replay checkpoint (replay_checkpoints.py), so a request replays a bounded
-    number of actions once the episode has been replayed that far."""
+    number of actions once the episode has been replayed that far. Language-model
+    suppliers answer from the record, during the run and after (no model runs)."""
     if not -1 <= step < episode.steps:
         message = f"step must be between -1 and {episode.steps - 1}; got {step}."
         raise ValidationError({"step": [message]})
-    _refuse_llm_suppliers(episode)
     observation = observation_after(episode, step)
     state = observation.to_dict()
     state["after_step"] = step
