@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from negotiation.action_mask import valid_actions
 from negotiation.llm.models import model_label
 from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
@@ -163,6 +164,10 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     if not -1 <= step < episode.steps:
         message = f"step must be between -1 and {episode.steps - 1}; got {step}."
         raise ValidationError({"step": [message]})
-    state = observation_after(episode, step).to_dict()
+    observation = observation_after(episode, step)
+    state = observation.to_dict()
     state["after_step"] = step
+    if episode.run_plan.human_seat and step == episode.steps - 1:
+        # The seat's form offers only what the engine admits now (1-100 ms: latest only).
+        state["valid_actions"] = valid_actions(observation).to_list()
     return state

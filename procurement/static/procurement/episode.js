@@ -81,6 +81,9 @@
     cell(tr, d.step, "num"); cell(tr, d.week, "num"); markCell(cell(tr, info.type), marks(d));
     cell(tr, info.who); cell(tr, info.offer == null ? "" : f.money(info.offer), "num"); cell(tr, info.response);
     const msg = cell(tr, "", "hide-narrow");
+    if (d.message && d.message !== info.message) { // the buyer's own words, above the answer
+      const own = document.createElement("div"); own.className = "message timeline-own"; own.textContent = `Buyer: ${d.message}`; msg.appendChild(own);
+    }
     if (info.message) { const m = document.createElement("div"); m.className = "message"; m.textContent = info.message; msg.appendChild(m); }
     if (d.rationale) { const r = document.createElement("div"); r.className = "muted"; r.textContent = "Why: " + d.rationale; msg.appendChild(r); }
     const tells = d.response && d.response.tells;
@@ -280,7 +283,22 @@
     showWaiting(e.waiting);
     const terminal = ["finished", "failed", "cancelled"].includes(e.status);
     for (const id of ["cancel", "seat", "approval"]) if ($(id) && terminal) $(id).hidden = true;
+    showHandover(e.handed_over);
     if (e.status === "finished" || e.status === "failed") loadMetrics();
+  }
+
+  // A moment in the viewer's own time zone, named: "27 Nov 2026, 18:52:01 CET".
+  const WHEN = { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" };
+
+  // An idle seat passed to its fallback policy: say so where the form was.
+  function showHandover(h) {
+    if (!h) return;
+    if ($("seat")) $("seat").hidden = true;
+    const at = new Date(h.at).toLocaleString([], WHEN);
+    $("seat-handover").hidden = false;
+    const moves = h.step ? `after ${h.step} move${h.step === 1 ? "" : "s"} by the person` : "before any move by the person";
+    $("seat-handover").textContent = `The buyer's seat was idle for ${h.idle_seconds} s, so at ${at} (${moves}) ` +
+      `the ${h.to} policy took it over and plays the rest of this episode; its moves appear below.`;
   }
 
   async function loadMetrics() {
@@ -320,11 +338,12 @@
   // Escalations that asked for an answer (step -> payload): the one waiting, with the
   // buttons only for a viewer who may answer (else why not), and every answer given.
   const approvals = new Map();
+  let countdown = null;
   function mayNotAnswer(a) {
     const viewer = page.viewer || {};
     if (a.barred && a.barred[viewer.username]) return a.barred[viewer.username];
     const rank = (role) => (page.roles || []).indexOf(role);
-    if (rank(viewer.role) < rank(a.approver_role)) return `This scenario's escalations are answered by ${a.approvers}.`;
+    if (rank(viewer.role) < rank(a.approver_role)) return `You hold the ${viewer.role} role; this scenario's escalations are answered by ${a.approvers}.`;
     return "";
   }
   function showApproval(a) {
@@ -336,18 +355,31 @@
     const target = (x) => [x.supplier_id, x.requirement_id].filter(Boolean).join(" on ");
     $("approvals-card").hidden = !waiting && !answered.length;
     $("approval").hidden = !waiting;
+    clearInterval(countdown);
     if (waiting) {
-      const until = new Date(waiting.deadline).toLocaleTimeString();
+      const until = new Date(waiting.deadline).toLocaleString([], WHEN);
       const stake = waiting.stake != null ? `, ${f.money(waiting.stake)} at stake` : "";
       const refusal = waiting.standing_refusal;
       const then = refusal
-        ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString()}: only someone else may approve it now; without an answer by ${until}, the refusal stands.`
-        : `Without an answer by ${until}, the scenario's rule decides.`;
-      $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}` +
-        (waiting.rationale ? ` Why: ${waiting.rationale}` : "");
+        ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString([], { timeZoneName: "short" })}: only someone else may approve it now; without an answer in time, the refusal stands.`
+        : "Without an answer in time, the scenario's rule decides.";
+      $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}`;
+      $("approval-subject").textContent = waiting.subject || (waiting.stake != null ? f.money(waiting.stake) : "–");
+      $("approval-rationale").textContent = waiting.rationale || "The buyer gave no reason.";
+      $("approval-if-approved").textContent = waiting.supplier_id
+        ? `management calls ${waiting.supplier_id}: its standing counter on ${waiting.requirement_id} moves toward its floor, and the buyer may award at the new price.`
+        : `the pending PR for ${waiting.requirement_id} is approved now instead of when it matures, so the buyer may award against it.`;
+      $("approval-if-refused").textContent = `nothing happens and nothing is spent; the refusal stands for ${waiting.requirement_id}: a later escalation on it is reviewed once, by someone else.`;
+      $("approval-deadline").textContent = until;
+      const tick = () => {
+        const s = Math.max(0, Math.round((new Date(waiting.deadline) - Date.now()) / 1000));
+        $("approval-countdown").textContent = s > 0 ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s left` : "time is up: the rule answers";
+      };
+      tick();
+      countdown = setInterval(tick, 1000);
       const why = mayNotAnswer(waiting);
       $("approval-why").hidden = !why;
-      $("approval-why").textContent = why;
+      $("approval-why").textContent = why ? `No buttons for you. ${why} You may watch: the card updates when someone answers.` : "";
       $("approval-actions").hidden = Boolean(why);
     }
     $("approval-history").hidden = !answered.length;
