@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 RUN_EPISODE = "workers.tasks.run_episode"
 RUN_SWEEP = "workers.tasks.run_sweep"
 RUN_SWEEP_CHUNK = "workers.tasks.run_sweep_chunk"
+RUN_TRAINING = "workers.tasks.run_training"
 RECONCILE = "workers.tasks.reconcile"
 PING = "workers.tasks.ping"
 

@@ -32,6 +32,8 @@ class TrainingRun(models.Model):
     source_policy = models.CharField(max_length=100, default="expert")
     min_score = models.FloatField(null=True, blank=True)
     episodes = models.PositiveIntegerField(help_text="How many stored episodes to learn from.")
+    # The episodes picked when the run was created: a resumed run learns from the same.
+    source_episode_ids = models.JSONField(default=list, blank=True)
     max_steps = models.PositiveIntegerField()
     learning_rate = models.FloatField()
     lora = models.BooleanField(default=False)

@@ -1,0 +1,112 @@
+"""A training request the service refuses is a clear error of the one family
+(procurement.errors) naming the field at fault, and creates nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from procurement.errors import ApplicationError, Conflict
+from procurement.models import PolicyConfig, Scenario, TrainingRun
+from procurement.services.policies import policy_create
+from procurement.services.sweep_runner import sweep_cells_run, sweep_start
+from procurement.services.sweeps import sweep_create
+from procurement.services.training import (
+    TrainingRequest,
+    training_cancel,
+    training_create,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def expert_episodes(preset, expert):
+    """Two finished expert episodes of easy_negotiation, played by a sweep."""
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=2, enqueue=False)
+    for chunk in sweep_start(sweep_id=sweep.pk):
+        sweep_cells_run(sweep_id=sweep.pk, cell_ids=chunk.cell_ids)
+    return sweep
+
+
+GOOD = TrainingRequest(
+    kind="sft", base="smollm2", scenarios=["easy_negotiation"], episodes=2, name="sft-one"
+)
+
+
+def refused(request: TrainingRequest, snapshot_counts) -> ApplicationError:
+    before = snapshot_counts()
+    with pytest.raises(ApplicationError) as caught:
+        training_create(request=request, enqueue=False)
+    assert snapshot_counts() == before
+    assert not TrainingRun.objects.exists()
+    return caught.value
+
+
+def test_a_good_request_creates_a_queued_run_with_its_episodes(expert_episodes) -> None:
+    run = training_create(request=GOOD, enqueue=False)
+    assert run.status == "queued"
+    assert len(run.source_episode_ids) == 2
+    assert run.output_dir.endswith("training/sft-one")
+
+
+def test_unknown_scenario(expert_episodes, snapshot_counts) -> None:
+    error = refused(replace(GOOD, scenarios=["easy_negotiation", "atlantis"]), snapshot_counts)
+    assert error.extra["field"] == "scenarios"
+    assert "atlantis" in error.message
+
+
+def test_no_stored_episodes_match(expert_episodes, snapshot_counts) -> None:
+    error = refused(replace(GOOD, min_score=1.0), snapshot_counts)
+    assert error.extra["field"] == "episodes"
+    assert "No stored episodes" in error.message
+    other = Scenario.objects.exclude(name="easy_negotiation").first().name
+    assert refused(replace(GOOD, scenarios=[other]), snapshot_counts).extra["field"] == "episodes"
+
+
+def test_a_name_taken_by_a_run_or_a_policy(expert_episodes, snapshot_counts) -> None:
+    error = refused(replace(GOOD, name="expert"), snapshot_counts)
+    assert isinstance(error, Conflict) and error.extra["field"] == "name"
+    assert "policy" in error.message
+    training_create(request=GOOD, enqueue=False)
+    before = snapshot_counts()
+    with pytest.raises(Conflict, match="training run is called 'sft-one'"):
+        training_create(request=GOOD, enqueue=False)
+    assert snapshot_counts() == before and TrainingRun.objects.count() == 1
+
+
+def test_unknown_base(expert_episodes, snapshot_counts) -> None:
+    assert refused(replace(GOOD, base="gpt-9"), snapshot_counts).extra["field"] == "base"
+    # a rule policy is no model to start from
+    assert refused(replace(GOOD, base="expert"), snapshot_counts).extra["field"] == "base"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"kind": "dpo"}, "kind"),
+        ({"name": "has space"}, "name"),
+        ({"episodes": 0}, "episodes"),
+        ({"max_steps": 0}, "max_steps"),
+        ({"min_score": 1.5}, "min_score"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"source_policy": "nobody"}, "source_policy"),
+    ],
+)
+def test_other_bad_values(expert_episodes, snapshot_counts, change, field) -> None:
+    assert refused(replace(GOOD, **change), snapshot_counts).extra["field"] == field
+
+
+def test_a_trained_policy_is_a_base(expert_episodes, tmp_path) -> None:
+    policy_create(name="tiny", policy="llm", backend="transformers", model=str(tmp_path))
+    run = training_create(request=replace(GOOD, base="tiny"), enqueue=False)
+    assert run.base_model == str(tmp_path)
+
+
+def test_cancel_then_cancel_again(expert_episodes) -> None:
+    run = training_create(request=GOOD, enqueue=False)
+    assert training_cancel(run=run).status == "cancelled"
+    with pytest.raises(Conflict):
+        training_cancel(run=run)
+    assert not PolicyConfig.objects.filter(name="sft-one").exists()
