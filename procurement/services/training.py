@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from negotiation.llm.models import DEFAULT_ALIASES, resolve_model
+from negotiation.scenarios import list_presets
 from negotiation.training import TrainHooks, TrainJob, chat_examples, run_training
 from procurement import dispatch
 from procurement.errors import ApplicationError, Conflict
@@ -33,6 +34,7 @@ from procurement.models import PolicyConfig, Scenario, TrainingKind, TrainingRun
 from procurement.run_plan import GPU_QUEUE
 from procurement.selectors.episodes import unknown_names
 from procurement.selectors.training import (
+    episode_rows,
     episode_sources,
     trainable_base,
     training_source_episodes,
@@ -111,6 +113,14 @@ def _check(request: TrainingRequest) -> _Checked:
     unknown = [s for s in scenarios if not Scenario.objects.filter(name=s).exists()]
     if unknown:
         raise TrainingRequestError("scenarios", f"Unknown scenario(s): {', '.join(unknown)}.")
+    if request.kind == TrainingKind.GRPO:
+        # GRPO plays new episodes by preset name (negotiation.training.grpo)
+        custom = [s for s in scenarios if s not in list_presets()]
+        if custom:
+            raise TrainingRequestError(
+                "scenarios",
+                f"GRPO plays preset scenarios only; not presets: {', '.join(custom)}.",
+            )
     if unknown_names("policy", [request.source_policy]):
         raise TrainingRequestError("source_policy", f"Unknown policy '{request.source_policy}'.")
     _check_numbers(request)
@@ -309,7 +319,6 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
 
 
 def _job(run: TrainingRun) -> TrainJob:
-    sources = episode_sources(run.source_episode_ids)
     summary = {
         "source_policy": run.source_policy,
         "min_score": run.min_score,
@@ -327,9 +336,9 @@ def _job(run: TrainingRun) -> TrainJob:
         data_summary=summary,
     )
     if run.kind == TrainingKind.SFT:
-        job.examples = chat_examples(sources)
+        job.examples = chat_examples(episode_sources(run.source_episode_ids))
     else:
-        job.rows = [(s.scenario, s.seed) for s in sources]
+        job.rows = episode_rows(run.source_episode_ids)
     return job
 
 
