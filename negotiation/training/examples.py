@@ -46,10 +46,11 @@ def action_reply(action: dict[str, Any], *, max_tokens: int = PLAY_MAX_TOKENS) -
     return json.dumps(out)
 
 
-def _chats(
+def replay(
     source: EpisodeSource, max_prompt_chars: int, max_tokens: int
-) -> Iterator[list[ChatMessage]]:
-    """Replay one episode; yield each chat (one, or more when it restarts) when it ends."""
+) -> Iterator[tuple[tuple[ChatMessage, ...], dict[str, Any]]]:
+    """Replay one episode: for each action, the prompt the LLM buyer reads before it and
+    the action (whose ``action_reply`` becomes the chat's next assistant turn)."""
     try:
         cfg = load_scenario(source.scenario)
     except Exception as exc:  # the scenario loader raises several kinds
@@ -59,7 +60,6 @@ def _chats(
     env = ProcurementEnv(cfg)
     obs = env.reset(seed=source.seed)
     chat = BuyerChat(max_chars=max_prompt_chars)
-    current: list[ChatMessage] = []
     for i, action in enumerate(source.actions):
         if env.done:
             raise TrainingError(
@@ -69,11 +69,20 @@ def _chats(
         if not isinstance(action, dict):
             raise TrainingError(f"episode {cfg.name}/{source.seed}: action {i + 1} is no object")
         messages = chat.prompt(obs, valid_actions(obs))
+        yield messages, action
+        chat.answer(action_reply(action, max_tokens=max_tokens))
+        obs = env.step(action).observation
+
+
+def _chats(
+    source: EpisodeSource, max_prompt_chars: int, max_tokens: int
+) -> Iterator[list[ChatMessage]]:
+    """Each chat of one episode (one, or more when it restarts), with its last reply."""
+    current: list[ChatMessage] = []
+    for messages, action in replay(source, max_prompt_chars, max_tokens):
         if current and len(messages) <= len(current):  # the chat started again
             yield current
-        chat.answer(action_reply(action, max_tokens=max_tokens))
-        current = list(chat.messages)
-        obs = env.step(action).observation
+        current = [*messages, ChatMessage("assistant", action_reply(action, max_tokens=max_tokens))]
     if current:
         yield current
 
