@@ -51,6 +51,9 @@ class TrainJob:
       output_dir resumes from its last checkpoint.
     - ``lora``: train LoRA adapters (rank ``lora_r``) and merge them into the saved
       folder; else full fine-tuning.
+    - ``max_prompt_chars``: the BuyerChat budget the examples were rendered with (grpo
+      renders its prompts with it); the lineage's ``policy_params`` repeats it so the
+      registered ``llm`` policy plays with the same budget.
     - ``data_summary``: free-form facts about the data for the lineage (filled by
       ``chat_examples`` callers, e.g. policy filter); scenarios/seeds/counts are added.
     """
@@ -68,7 +71,7 @@ class TrainJob:
     grad_accum: int = 1
     num_generations: int = 4
     max_completion_tokens: int = 96  # grpo: tokens per reply (one JSON action)
-    max_turns: int = 40  # grpo: actions per rollout before the rest is played out with defer
+    max_prompt_chars: int = 12_000  # the chat budget; the trained policy must play with it
     seed: int = 0
     device: Device = "auto"
     save_every: int = 0  # checkpoint every N steps (0: only at the end or on cancel)
