@@ -28,6 +28,9 @@ class TrainingRun(models.Model):
         max_length=100, help_text="'smollm2' (the shipped model) or an llm policy's name."
     )
     base_model = models.CharField(max_length=500, help_text="The folder the base resolved to.")
+    # The base policy's llm params (prompt budget, reply tokens...): training renders with
+    # them and the trained policy plays with them, so what is trained is what is played.
+    play_params = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     scenarios = models.JSONField(default=list, help_text="Scenario names the episodes come from.")
     source_policy = models.CharField(max_length=100, default="expert")
     min_score = models.FloatField(null=True, blank=True)

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from negotiation.llm.models import DEFAULT_ALIASES, resolve_model
+from negotiation.policies.params import LLMParams
 from negotiation.scenarios import list_presets
 from negotiation.training import TrainHooks, TrainJob, chat_examples, run_training
 from procurement import dispatch
@@ -84,6 +85,7 @@ class TrainingRequest:
 @dataclass
 class _Checked:
     base_model: str
+    play_params: dict[str, Any]
     episode_ids: list[int] = field(default_factory=list)
 
 
@@ -106,7 +108,7 @@ def _check(request: TrainingRequest) -> _Checked:
         raise TrainingNameTaken(f"A training run is called '{request.name}' already.")
     if PolicyConfig.objects.filter(name=request.name).exists():
         raise TrainingNameTaken(f"A policy is called '{request.name}' already.")
-    base_model = _base_model(request.base)
+    base_model, play_params = _base(request.base)
     scenarios = [s for s in dict.fromkeys(request.scenarios) if s]
     if not scenarios:
         raise TrainingRequestError("scenarios", "Name at least one scenario.")
@@ -138,13 +140,14 @@ def _check(request: TrainingRequest) -> _Checked:
             f"'{request.source_policy}'{least} with rule suppliers: run some first "
             "(a sweep), or widen the filter.",
         )
-    return _Checked(base_model, [e.pk for e in found])
+    return _Checked(base_model, play_params, [e.pk for e in found])
 
 
-def _base_model(base: str) -> str:
-    """The model folder (or the shipped model's alias) a base name stands for."""
+def _base(base: str) -> tuple[str, dict[str, Any]]:
+    """The model folder (or the shipped model's alias) a base name stands for, and the
+    llm params it plays with."""
     if base.strip().lower() in DEFAULT_ALIASES - {""}:
-        return SHIPPED_BASE
+        return SHIPPED_BASE, {}
     policy = trainable_base(base)
     if policy is None:
         raise TrainingRequestError(
@@ -152,7 +155,11 @@ def _base_model(base: str) -> str:
             f"Unknown base '{base}': use '{SHIPPED_BASE}' or the name of an llm policy "
             "with the transformers backend (a trained model).",
         )
-    return policy.model
+    if policy.params.get("mode", "free") != "free":
+        raise TrainingRequestError(
+            "base", f"'{base}' plays in narrator mode; training teaches the free mode."
+        )
+    return policy.model, dict(policy.params)
 
 
 def _check_numbers(request: TrainingRequest) -> None:
@@ -181,6 +188,7 @@ def training_create(*, request: TrainingRequest, user=None, enqueue: bool = True
         kind=request.kind,
         base=request.base,
         base_model=checked.base_model,
+        play_params=checked.play_params,
         scenarios=list(dict.fromkeys(request.scenarios)),
         source_policy=request.source_policy,
         min_score=request.min_score,
@@ -325,6 +333,7 @@ def _job(run: TrainingRun) -> TrainJob:
         "scenarios": run.scenarios,
         "episode_ids": run.source_episode_ids,
     }
+    play = LLMParams.model_validate(run.play_params)
     job = TrainJob(
         kind=run.kind,
         base_model=resolve_model(run.base_model),
@@ -333,10 +342,16 @@ def _job(run: TrainingRun) -> TrainJob:
         learning_rate=run.learning_rate,
         lora=run.lora,
         save_every=settings.TRAINING_SAVE_EVERY,
+        max_prompt_chars=play.max_prompt_chars,
+        max_completion_tokens=play.max_tokens,
         data_summary=summary,
     )
     if run.kind == TrainingKind.SFT:
-        job.examples = chat_examples(episode_sources(run.source_episode_ids))
+        job.examples = chat_examples(
+            episode_sources(run.source_episode_ids),
+            max_prompt_chars=play.max_prompt_chars,
+            max_tokens=play.max_tokens,
+        )
     else:
         job.rows = episode_rows(run.source_episode_ids)
     return job
@@ -353,6 +368,7 @@ def _succeed(run: TrainingRun, hooks: _RunHooks, outcome) -> TrainingRun:
         policy = policy_create(
             name=run.name,
             policy="llm",
+            params=run.play_params,
             backend="transformers",
             model=str(outcome.model_dir),
             description=_description(run, outcome),
