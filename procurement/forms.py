@@ -130,7 +130,9 @@ class StartTrainingForm(forms.Form):
         initial=DEFAULT_POLICY,
         label="Episodes played by",
     )
-    min_score = forms.FloatField(min_value=0, max_value=1, required=False)
+    min_score = forms.FloatField(
+        min_value=0, max_value=1, required=False, help_text="Only episodes scoring at least this."
+    )
     episodes = forms.IntegerField(
         min_value=1, initial=50, help_text="Stored episodes to learn from, oldest first."
     )

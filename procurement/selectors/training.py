@@ -84,6 +84,8 @@ def training_payload(run: TrainingRun) -> dict[str, Any]:
         "log_tail": run.log_tail,
         "policy": run.policy.name if run.policy_id else None,
         "policy_id": run.policy_id,
+        # what made the model, once there is one (a run's lineage lists its episodes)
+        "lineage": run.lineage if run.is_terminal else None,
     }
 
 

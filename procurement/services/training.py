@@ -52,6 +52,7 @@ DEFAULT_LEARNING_RATE = 5e-5
 FLUSH_INTERVAL_S = 1.0  # store and publish progress at most once a second
 STOP_POLL_S = 1.0  # read the cancel flag at most once a second
 LOG_LINES = 40  # the log tail a run keeps
+LOGGED = ("loss", "reward", "learning_rate", "grad_norm", "seconds")  # per step, in the log
 
 
 class TrainingRequestError(ApplicationError):
@@ -260,7 +261,7 @@ class _RunHooks:
         self.run.metrics = [p for p in self.run.metrics if p.get("step") != step] + [point]
         self.run.step = max(self.run.step, step)
         self.unsent.append(point)
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in point.items() if k != "step")
+        shown = ", ".join(f"{k} {point[k]:.4g}" for k in LOGGED if k in point)
         self.say(f"step {step}/{self.run.max_steps}: {shown}")
         if self.progress is not None:
             self.progress(step, self.run.max_steps, metrics)

@@ -11,6 +11,10 @@
 
   function addPoints(list) { (list || []).forEach((p) => points.set(p.step, p)); drawCharts(); }
 
+  function emptyText(key) {
+    return key === "reward" && run.kind === "sft" ? "no reward in SFT" : "no points yet";
+  }
+
   function drawCharts() {
     if (!window.Plotly) return;
     const rows = [...points.values()].sort((a, b) => a.step - b.step);
@@ -18,7 +22,7 @@
       const mine = rows.filter((p) => typeof p[key] === "number");
       const layout = {
         margin: { t: 10, r: 10, b: 40, l: 55 }, xaxis: { title: { text: "step" } },
-        annotations: mine.length ? [] : [{ text: "no points yet", showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5 }],
+        annotations: mine.length ? [] : [{ text: emptyText(key), showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5 }],
       };
       Plotly.react(id, [{ x: mine.map((p) => p.step), y: mine.map((p) => p[key]), mode: "lines+markers", name: key }],
         layout, { displayModeBar: false, responsive: true });
@@ -36,6 +40,10 @@
     $("log-tail").textContent = r.log_tail;
     $("error").textContent = r.error; $("error").hidden = !r.error;
     if (terminal.includes(r.status) && $("cancel-form")) $("cancel-form").hidden = true;
+    if (r.lineage) {
+      $("lineage").textContent = JSON.stringify(r.lineage, null, 2);
+      $("lineage-details").hidden = false;
+    }
     if (r.policy) {
       const link = $("policy-link");
       link.href = `/episodes/new/?policy=${encodeURIComponent(r.policy)}`;
