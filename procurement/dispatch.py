@@ -31,9 +31,14 @@ RUN_TRAINING = "workers.tasks.run_training"
 RECONCILE = "workers.tasks.reconcile"
 PING = "workers.tasks.ping"
 
-RunRef = tuple[str, int]  # ("episode" | "sweep", id)
+RunRef = tuple[str, int]  # ("episode" | "sweep" | "training", id)
 Place = tuple[str, int]  # (queue, 1-based place among the runs waiting in its lane)
-RUN_OF_TASK = {RUN_EPISODE: "episode", RUN_SWEEP: "sweep", RUN_SWEEP_CHUNK: "sweep"}
+RUN_OF_TASK = {
+    RUN_EPISODE: "episode",
+    RUN_SWEEP: "sweep",
+    RUN_SWEEP_CHUNK: "sweep",
+    RUN_TRAINING: "training",
+}
 
 
 class LocalRunner(Protocol):

@@ -42,6 +42,7 @@ from procurement.selectors.training import (
 )
 from procurement.services import live
 from procurement.services.faults import describe, is_infrastructure_error
+from procurement.services.heartbeat import Heartbeat
 from procurement.services.policies import policy_create
 from procurement.services.run_status import cancel_run
 
@@ -312,7 +313,10 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
     hooks.say(f"started: {run.kind} from {run.base}, {len(run.source_episode_ids)} episodes")
     hooks.flush(status=TrainingStatus.RUNNING)
     try:
-        outcome = run_training(_job(run), hooks.hooks())
+        # The trainer's steps can be minutes apart on a CPU: beat while it works, so the
+        # reconciler resumes the run only when this process is gone.
+        with Heartbeat(lambda: _touch(run.pk)):
+            outcome = run_training(_job(run), hooks.hooks())
     except Exception as exc:
         if is_infrastructure_error(exc):
             raise  # the task retries; the trainer resumes from its checkpoint
@@ -325,6 +329,10 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
         hooks.flush(status=TrainingStatus.CANCELLED, finished_at=run.finished_at or timezone.now())
         return run
     return _succeed(run, hooks, outcome)
+
+
+def _touch(run_id: int) -> None:
+    TrainingRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
 
 
 def _job(run: TrainingRun) -> TrainJob:

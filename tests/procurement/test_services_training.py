@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from procurement.errors import ApplicationError, Conflict
 from procurement.models import PolicyConfig, Scenario, TrainingRun
 from procurement.services.policies import policy_create
+from procurement.services.recovery import recover_trainings
 from procurement.services.sweep_runner import sweep_cells_run, sweep_start
 from procurement.services.sweeps import sweep_create
 from procurement.services.training import (
@@ -110,3 +113,14 @@ def test_cancel_then_cancel_again(expert_episodes) -> None:
     with pytest.raises(Conflict):
         training_cancel(run=run)
     assert not PolicyConfig.objects.filter(name="sft-one").exists()
+
+
+def test_a_stalled_run_is_claimed_once_for_resumption(expert_episodes) -> None:
+    run = training_create(request=GOOD, enqueue=False)
+    grace = {"queued_grace_s": 10.0, "stall_s": 120.0}
+    assert recover_trainings(live=set(), **grace) == []  # just created: its task is coming
+    long_ago = timezone.now() - timedelta(hours=1)
+    TrainingRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=long_ago)
+    assert recover_trainings(live={("training", run.pk)}, **grace) == []  # a worker has it
+    assert recover_trainings(live=set(), **grace) == [run.pk]
+    assert recover_trainings(live=set(), **grace) == []  # claimed: a full stall window
