@@ -141,11 +141,14 @@ def recover_trainings(
     task sent again resumes each from its last checkpoint."""
     grace = {"queued_grace_s": queued_grace_s, "stall_s": stall_s}
     stalled = _stalled(TrainingRun.objects.filter(status__in=OPEN_RUN), **grace)
-    return [
+    claimed = [
         pk
         for pk in stalled.values_list("pk", flat=True)
         if ("training", pk) not in live and _claim(TrainingRun.objects.all(), pk, **grace)
     ]
+    # queued again: the task takes a queued run (a running one is someone's, while it beats)
+    TrainingRun.objects.filter(pk__in=claimed).update(status=RunStatus.QUEUED)
+    return claimed
 
 
 def reconcile(*, stall_s: float | None = None) -> Recovery:

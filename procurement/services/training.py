@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from negotiation.llm.models import DEFAULT_ALIASES, resolve_model
@@ -302,12 +304,20 @@ class _RunHooks:
 
 def training_execute(*, run_id: int, progress: Progress | None = None) -> TrainingRun:
     """Train a queued run (the gpu task's body, and ``manage.py train``), resuming from
-    the last checkpoint in its folder; register the model as a policy when it succeeds."""
-    started = TrainingRun.objects.filter(
-        pk=run_id, status__in=[TrainingStatus.QUEUED, TrainingStatus.RUNNING]
-    ).update(status=TrainingStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now())
+    the last checkpoint in its folder; register the model as a policy when it succeeds.
+    A run another process is training is returned as it is (still running)."""
+    # One trainer per run: a queued run, or a running one whose trainer stopped beating
+    # (a second delivery of the task while the first trains finds its heartbeat fresh).
+    stale = timezone.now() - timedelta(seconds=settings.RUN_STALL_SECONDS)
+    claimable = Q(status=TrainingStatus.QUEUED) | Q(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True), status=TrainingStatus.RUNNING
+    )
+    now = timezone.now()
+    started = TrainingRun.objects.filter(claimable, pk=run_id).update(
+        status=TrainingStatus.RUNNING, started_at=now, heartbeat_at=now
+    )
     run = TrainingRun.objects.get(pk=run_id)
-    if not started:  # cancelled while it waited, or over already
+    if not started:  # cancelled while it waited, over already, or training elsewhere
         return run
     hooks = _RunHooks(run, progress)
     hooks.say(f"started: {run.kind} from {run.base}, {len(run.source_episode_ids)} episodes")

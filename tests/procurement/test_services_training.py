@@ -19,6 +19,7 @@ from procurement.services.training import (
     TrainingRequest,
     training_cancel,
     training_create,
+    training_execute,
 )
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +125,15 @@ def test_a_stalled_run_is_claimed_once_for_resumption(expert_episodes) -> None:
     assert recover_trainings(live={("training", run.pk)}, **grace) == []  # a worker has it
     assert recover_trainings(live=set(), **grace) == [run.pk]
     assert recover_trainings(live=set(), **grace) == []  # claimed: a full stall window
+    run.refresh_from_db()
+    assert run.status == "queued"  # for the task sent again to take
+
+
+def test_a_run_another_process_trains_is_left_alone(expert_episodes) -> None:
+    """A second delivery of the task (Celery's visibility timeout, a retry) while the
+    first trainer beats does nothing; once the beat is old, the run is taken over."""
+    run = training_create(request=GOOD, enqueue=False)
+    TrainingRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now())
+    assert training_execute(run_id=run.pk).status == "running"
+    run.refresh_from_db()
+    assert run.log_tail == ""  # nothing ran

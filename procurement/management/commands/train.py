@@ -55,6 +55,11 @@ class Command(BaseCommand):
             run = training_execute(run_id=run.pk, progress=progress)
         finally:
             bar.close()
+        if run.status == TrainingStatus.RUNNING:
+            raise CommandError(
+                f"--name: '{run.name}' is being trained by another process (a worker, or "
+                "another train command); cancel it first, or wait."
+            )
         if run.status == TrainingStatus.FINISHED:
             self.stdout.write(
                 f"Finished {run.step} steps; policy '{run.policy.name}' (model {run.policy.model})."
