@@ -74,6 +74,14 @@ def test_ops_start_then_cancel(user_with_role, expert_episodes) -> None:
     again = client.post(reverse("training-cancel", args=[run.pk]))
     assert again.status_code == 409 and "only queued or running" in again.content.decode()
 
+    assert "resume-form" in client.get(response.url).content.decode()
+    assert analyst.post(reverse("training-resume", args=[run.pk])).status_code == 403
+    assert client.post(reverse("training-resume", args=[run.pk])).status_code == 302
+    run.refresh_from_db()
+    assert run.status == "queued"  # its task takes it again, from its last checkpoint
+    again = client.post(reverse("training-resume", args=[run.pk]))
+    assert again.status_code == 409 and "only failed or cancelled" in again.content.decode()
+
 
 @pytest.mark.parametrize(
     ("change", "message"),
@@ -107,3 +115,25 @@ def test_train_command_errors(expert_episodes, args, message) -> None:
     with pytest.raises(CommandError, match=message):
         call_command(*base, *args, stdout=io.StringIO(), stderr=io.StringIO())
     assert not TrainingRun.objects.exists()
+
+
+def test_the_admin_shows_a_runs_lineage_and_its_policys(admin_client, expert_episodes) -> None:
+    from procurement.services.policies import policy_create
+    from procurement.services.training import TrainingRequest, training_create
+
+    run = training_create(
+        request=TrainingRequest(
+            kind="sft", base="smollm2", scenarios=["easy_negotiation"], episodes=2, name="adm"
+        ),
+        enqueue=False,
+    )
+    policy = policy_create(name="adm", policy="llm", backend="transformers", model="/m")
+    lineage = {"base": "smollm2", "steps": 7, "data": {"examples": 3}}
+    TrainingRun.objects.filter(pk=run.pk).update(lineage=lineage, policy=policy, status="finished")
+    for url in (
+        reverse("admin:procurement_trainingrun_change", args=[run.pk]),
+        reverse("admin:procurement_policyconfig_change", args=[policy.pk]),
+    ):
+        page = admin_client.get(url)
+        assert page.status_code == 200, url
+        assert "&quot;steps&quot;: 7" in page.content.decode(), url
