@@ -321,7 +321,7 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
         return run
     hooks = _RunHooks(run, progress)
     hooks.say(f"started: {run.kind} from {run.base}, {len(run.source_episode_ids)} episodes")
-    hooks.flush(status=TrainingStatus.RUNNING)
+    hooks.flush()  # not the status: a cancel since the claim stands
     try:
         # The trainer's steps can be minutes apart on a CPU: beat while it works, so the
         # reconciler resumes the run only when this process is gone.
@@ -329,6 +329,7 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
             outcome = run_training(_job(run), hooks.hooks())
     except Exception as exc:
         if is_infrastructure_error(exc):
+            _release(run.pk)
             raise  # the task retries; the trainer resumes from its checkpoint
         log.exception("training run %s failed", run.pk)
         hooks.say(f"failed: {describe(exc, 500)}")
@@ -339,6 +340,17 @@ def training_execute(*, run_id: int, progress: Progress | None = None) -> Traini
         hooks.flush(status=TrainingStatus.CANCELLED, finished_at=run.finished_at or timezone.now())
         return run
     return _succeed(run, hooks, outcome)
+
+
+def _release(run_id: int) -> None:
+    """Queue the run again for the retry to take (best effort: the database may be what
+    failed; then the reconciler takes it once the heartbeat is old)."""
+    try:
+        TrainingRun.objects.filter(pk=run_id, status=TrainingStatus.RUNNING).update(
+            status=TrainingStatus.QUEUED
+        )
+    except Exception:
+        log.warning("could not queue training run %s again", run_id, exc_info=True)
 
 
 def _touch(run_id: int) -> None:

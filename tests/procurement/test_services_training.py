@@ -137,3 +137,38 @@ def test_a_run_another_process_trains_is_left_alone(expert_episodes) -> None:
     assert training_execute(run_id=run.pk).status == "running"
     run.refresh_from_db()
     assert run.log_tail == ""  # nothing ran
+
+
+def test_a_failed_training_stores_its_error_and_registers_nothing(
+    expert_episodes, monkeypatch
+) -> None:
+    from negotiation.training import TrainingError
+    from procurement.services import training
+
+    def refuse(job, hooks):
+        raise TrainingError("no config.json in /nowhere")
+
+    monkeypatch.setattr(training, "_job", lambda run: None)
+    monkeypatch.setattr(training, "run_training", refuse)
+    run = training_execute(run_id=training_create(request=GOOD, enqueue=False).pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and "no config.json" in run.error
+    assert "failed: TrainingError" in run.log_tail and run.finished_at is not None
+    assert run.policy is None and not PolicyConfig.objects.filter(name="sft-one").exists()
+
+
+def test_a_lost_database_queues_the_run_again_for_the_retry(expert_episodes, monkeypatch) -> None:
+    from django.db import OperationalError
+
+    from procurement.services import training
+
+    def lose(job, hooks):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(training, "_job", lambda run: None)
+    monkeypatch.setattr(training, "run_training", lose)
+    run = training_create(request=GOOD, enqueue=False)
+    with pytest.raises(OperationalError):  # the task's autoretry takes it from here
+        training_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "queued" and run.error == ""
