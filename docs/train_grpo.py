@@ -1,4 +1,8 @@
-"""Train SmolLM2-135M-Instruct with GRPO on the procurement arena, on a CPU.
+"""Train SmolLM2-135M-Instruct with GRPO on the procurement arena by tool calls, on a CPU.
+
+This is the tool-calling example of ``ProcurementToolEnv``. The arena's own training path
+(SFT on expert episodes, then GRPO, both in the exact chat and JSON format the LLM buyer
+plays in) is ``negotiation/training`` and ``bench/train.py``; see docs/training.md.
 
     .venv/bin/python docs/train_grpo.py --steps 2 --scenario bilateral --seeds 0-3
 

@@ -24,6 +24,7 @@ from procurement.models import (
     SupplierProfile,
     Sweep,
     SweepCell,
+    TrainingRun,
 )
 from procurement.selectors.policies import policy_by_name
 from procurement.selectors.references import in_use_message
@@ -303,6 +304,31 @@ class EvaluationAdmin(ReadOnlyAdmin):
     search_fields = ["name"]
 
 
+def _lineage_html(lineage: dict | None):
+    if not lineage:
+        return "—"
+    return format_html("<pre>{}</pre>", json.dumps(lineage, indent=2, sort_keys=True))
+
+
+@admin.register(TrainingRun)
+class TrainingRunAdmin(ReadOnlyAdmin):
+    """Read-only: runs are started and cancelled from the Training page or manage.py train."""
+
+    list_display = ["name", "kind", "base", "status", "step", "max_steps", "policy", "created_at"]
+    list_filter = ["status", "kind"]
+    search_fields = ["name", "base"]
+    exclude = ["lineage", "metrics"]
+    readonly_fields = ["lineage_shown", "last_metrics"]
+
+    @admin.display(description="lineage")
+    def lineage_shown(self, obj: TrainingRun):
+        return _lineage_html(obj.lineage)
+
+    @admin.display(description="last metrics")
+    def last_metrics(self, obj: TrainingRun):
+        return _lineage_html(obj.metrics[-1] if obj.metrics else None)
+
+
 class PolicyConfigAdminForm(forms.ModelForm):
     # A callable: read when a form is built, not when the admin is imported.
     policy = forms.ChoiceField(choices=lambda: [(p, p) for p in known_policies()])
@@ -322,7 +348,12 @@ class PolicyConfigAdmin(ProtectResultsAdmin):
     formfield_overrides = {models.JSONField: {"form_class": JSONInputField}}  # no NUL
 
     def get_readonly_fields(self, request, obj=None):
-        return ["name", "version"] if obj is not None else ["version"]
+        return ["name", "version", "lineage"] if obj is not None else ["version"]
+
+    @admin.display(description="lineage (trained here)")
+    def lineage(self, obj: PolicyConfig):
+        run = obj.training_runs.order_by("-pk").first()
+        return _lineage_html(run.lineage if run is not None else None)
 
     def save_model(self, request, obj, form, change) -> None:
         data = {f: form.cleaned_data[f] for f in policy_services.EDITABLE_FIELDS}

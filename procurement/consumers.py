@@ -1,4 +1,5 @@
-"""Read-only live streams over WebSocket: one episode, one sweep, or the overview.
+"""Read-only live streams over WebSocket: one episode, one sweep, one training run, or the
+overview.
 
 A client gets a snapshot on connect (so a late joiner misses nothing), then every event
 the workers publish to the group. Login and a role are required, as for the pages.
@@ -18,6 +19,7 @@ from procurement.heap import freeze_startup_heap
 from procurement.limits import InputError, decode_json
 from procurement.roles import has_role
 from procurement.selectors import live
+from procurement.selectors.training import training_snapshot
 
 # The group events a stream forwards to its client as they are (see live.encoded).
 FORWARDED_EVENTS = frozenset(
@@ -27,6 +29,7 @@ FORWARDED_EVENTS = frozenset(
         "episode.waiting",
         "sweep.progress",
         "episode.approval",
+        "training.progress",
     }
 )
 
@@ -157,6 +160,13 @@ class SweepConsumer(LiveStreamConsumer):
     def snapshot(self) -> dict[str, Any]:
         sweep_id = self.scope["url_route"]["kwargs"]["sweep_id"]
         self.group, snapshot = live.sweep_snapshot(sweep_id=sweep_id)
+        return snapshot
+
+
+class TrainingConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any]:
+        run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        self.group, snapshot = training_snapshot(run_id=run_id)
         return snapshot
 
 

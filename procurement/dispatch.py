@@ -27,12 +27,18 @@ log = logging.getLogger(__name__)
 RUN_EPISODE = "workers.tasks.run_episode"
 RUN_SWEEP = "workers.tasks.run_sweep"
 RUN_SWEEP_CHUNK = "workers.tasks.run_sweep_chunk"
+RUN_TRAINING = "workers.tasks.run_training"
 RECONCILE = "workers.tasks.reconcile"
 PING = "workers.tasks.ping"
 
-RunRef = tuple[str, int]  # ("episode" | "sweep", id)
+RunRef = tuple[str, int]  # ("episode" | "sweep" | "training", id)
 Place = tuple[str, int]  # (queue, 1-based place among the runs waiting in its lane)
-RUN_OF_TASK = {RUN_EPISODE: "episode", RUN_SWEEP: "sweep", RUN_SWEEP_CHUNK: "sweep"}
+RUN_OF_TASK = {
+    RUN_EPISODE: "episode",
+    RUN_SWEEP: "sweep",
+    RUN_SWEEP_CHUNK: "sweep",
+    RUN_TRAINING: "training",
+}
 
 
 class LocalRunner(Protocol):

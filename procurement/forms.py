@@ -11,7 +11,12 @@ from procurement.limits import (
     MAX_SEEDS_PER_SWEEP,
     validate_sweep_grid,
 )
-from procurement.models import PolicyConfig, Scenario
+from procurement.models import PolicyConfig, Scenario, TrainingKind
+from procurement.services.training import (
+    DEFAULT_LEARNING_RATE,
+    SHIPPED_BASE,
+    TrainingRequest,
+)
 
 PACES = {"live": LIVE_STEP_DELAY, "fast": 0.0}
 DEFAULT_POLICY = "expert"  # the strongest rule policy, always seeded
@@ -99,3 +104,61 @@ class StartSweepForm(forms.Form):
         except ValidationError as exc:
             self.add_error(None, exc)  # a dict of field -> messages lands on each field
         return data
+
+
+class StartTrainingForm(forms.Form):
+    """The Training page's form; the service checks the rest (names, episodes, base)."""
+
+    kind = forms.ChoiceField(
+        choices=TrainingKind.choices, initial=TrainingKind.SFT, widget=forms.RadioSelect
+    )
+    name = forms.SlugField(
+        max_length=100, help_text="The trained model's policy name (letters, digits, - and _)."
+    )
+    base = forms.ChoiceField(
+        help_text="The shipped SmolLM2-135M, or a model trained here (an llm policy)."
+    )
+    scenarios = forms.ModelMultipleChoiceField(
+        queryset=Scenario.objects.order_by("name"),
+        to_field_name="name",
+        widget=forms.CheckboxSelectMultiple,
+    )
+    source_policy = forms.ModelChoiceField(
+        queryset=PolicyConfig.objects.exclude(policy="human").order_by("name"),
+        to_field_name="name",
+        empty_label=None,
+        initial=DEFAULT_POLICY,
+        label="Episodes played by",
+    )
+    min_score = forms.FloatField(
+        min_value=0, max_value=1, required=False, help_text="Only episodes scoring at least this."
+    )
+    episodes = forms.IntegerField(
+        min_value=1, initial=50, help_text="Stored episodes to learn from, oldest first."
+    )
+    max_steps = forms.IntegerField(min_value=1, initial=20)
+    learning_rate = forms.FloatField(initial=DEFAULT_LEARNING_RATE, min_value=0)
+    lora = forms.BooleanField(
+        required=False, label="LoRA", help_text="Adapters, merged at the end."
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        trained = PolicyConfig.objects.filter(policy="llm", backend="transformers")
+        names = [SHIPPED_BASE, *trained.order_by("name").values_list("name", flat=True)]
+        self.fields["base"].choices = [(n, n) for n in names]
+
+    def training_request(self) -> TrainingRequest:
+        data = self.cleaned_data
+        return TrainingRequest(
+            kind=data["kind"],
+            base=data["base"],
+            scenarios=[s.name for s in data["scenarios"]],
+            episodes=data["episodes"],
+            name=data["name"],
+            source_policy=data["source_policy"].name,
+            min_score=data["min_score"],
+            max_steps=data["max_steps"],
+            learning_rate=data["learning_rate"],
+            lora=data["lora"],
+        )

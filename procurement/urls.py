@@ -13,6 +13,7 @@ from procurement.views import (
     pages,
     scenarios,
     sweeps,
+    training,
 )
 
 urlpatterns = [
@@ -37,6 +38,20 @@ urlpatterns = [
     path("sweeps/<int:sweep_id>/", sweeps.sweep_detail, name="sweep-page"),
     path("evaluations/", evaluations.evaluation_index, name="evaluation-list-page"),
     path("evaluations/<int:evaluation_id>/", evaluations.evaluation_detail, name="evaluation-page"),
+    path("training/", training.training_index, name="training-list-page"),
+    path("training/<int:run_id>/", training.training_detail, name="training-page"),
+    path(
+        "training/<int:run_id>/cancel/",
+        training.training_action,
+        {"action": "cancel"},
+        name="training-cancel",
+    ),
+    path(
+        "training/<int:run_id>/resume/",
+        training.training_action,
+        {"action": "resume"},
+        name="training-resume",
+    ),
     path("favicon.ico", pages.favicon, name="favicon"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),

@@ -90,6 +90,15 @@ def run_sweep_chunk(sweep_id: int, cell_ids: list[int]) -> int:
     return sweep_cells_run(sweep_id=sweep_id, cell_ids=cell_ids)
 
 
+@shared_task(name=dispatch.RUN_TRAINING, **RETRY_POLICY)
+def run_training_task(run_id: int) -> dict[str, object]:
+    """Train (or resume) one training run; on the gpu queue (RUN_TRAINING's sender)."""
+    from procurement.services.training import training_execute
+
+    run = training_execute(run_id=run_id)
+    return {"training_run": run.pk, "status": run.status, "step": run.step}
+
+
 @shared_task(name=dispatch.RECONCILE, ignore_result=True)
 def reconcile_task() -> dict[str, object]:
     """Resume stalled runs now (operators; the workers' timer does it periodically)."""

@@ -1,5 +1,5 @@
 """The domain models: scenarios and their catalogue, policies, episodes, decisions, sweeps,
-evaluations."""
+evaluations, training runs."""
 
 from procurement.models.approval import ApprovalRequest, ApprovalStatus
 from procurement.models.catalogue import RequirementTemplate, SupplierProfile
@@ -8,6 +8,7 @@ from procurement.models.evaluation import Evaluation
 from procurement.models.policy import PolicyConfig
 from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
+from procurement.models.training import TrainingKind, TrainingRun, TrainingStatus
 
 __all__ = [
     "ApprovalRequest",
@@ -23,4 +24,7 @@ __all__ = [
     "Sweep",
     "SweepCell",
     "SweepStatus",
+    "TrainingKind",
+    "TrainingRun",
+    "TrainingStatus",
 ]

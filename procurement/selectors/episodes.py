@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
 from negotiation.action_mask import valid_actions
+from negotiation.actions import SERVICE_FIELDS
 from negotiation.llm.models import model_label
 from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
@@ -110,6 +111,15 @@ def finished_episode_list(
     if min_score is not None:
         episodes = episodes.filter(score__gte=min_score)
     return episodes.order_by("pk")
+
+
+def buyer_action(action: Any) -> Any:
+    """The stored action as the buyer chose it: without what the service added (a
+    person's answer to an escalation)."""
+    if not isinstance(action, dict):
+        return action
+    added = SERVICE_FIELDS.get(str(action.get("action_type")), frozenset())
+    return {k: v for k, v in action.items() if k not in added}
 
 
 KNOWN_NAMES = {"scenario": (Scenario, "scenario_name"), "policy": (PolicyConfig, "policy_name")}

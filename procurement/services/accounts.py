@@ -15,7 +15,7 @@ from django.db import transaction
 from procurement.roles import ROLES, Role
 
 ADMIN_MODELS = ("scenario", "policyconfig", "requirementtemplate", "supplierprofile")
-VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell", "evaluation")
+VIEW_MODELS = ("episode", "decision", "sweep", "sweepcell", "evaluation", "trainingrun")
 # Admins lift login lockouts (docs/operations.md): they see django-axes' access attempts in
 # the admin and delete the one that locks an account out.
 LOCKOUT_PERMISSIONS = ("view_accessattempt", "delete_accessattempt")

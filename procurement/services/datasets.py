@@ -35,7 +35,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from negotiation.actions import SERVICE_FIELDS
 from negotiation.policies.action_schema import parse_action
 from negotiation.policies.buyer_chat import buyer_messages
 from negotiation.policies.prompts import MAX_PROMPT_CHARS
@@ -43,6 +42,7 @@ from procurement.limits import NUL_PROBLEM
 from procurement.models import Episode
 from procurement.selectors.episodes import (
     StateUnavailable,
+    buyer_action,
     episode_decisions,
     finished_episode_list,
     replayed_observations,
@@ -124,7 +124,7 @@ class DatasetExport:
             if step <= span.after_step:  # on an earlier page: replayed, not written
                 continue
             system, user = buyer_messages(observation, max_chars=max_chars)
-            played = _buyer_action(action)
+            played = buyer_action(action)
             reply = parse_action(json.dumps(played))[0] if isinstance(played, dict) else None
             if reply is None:
                 self.skipped_steps += 1
@@ -264,15 +264,6 @@ def _score(value: str | float | None) -> float | str | None:
     except (TypeError, ValueError):
         return problem
     return number if math.isfinite(number) and 0 <= number <= 1 else problem
-
-
-def _buyer_action(action: Any) -> Any:
-    """The stored action as the buyer chose it: without what the service added (a
-    person's answer to an escalation)."""
-    if not isinstance(action, dict):
-        return action
-    added = SERVICE_FIELDS.get(str(action.get("action_type")), frozenset())
-    return {k: v for k, v in action.items() if k not in added}
 
 
 def _prompt_chars(policy_snapshot: dict[str, Any]) -> int:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from procurement.dispatch import RunRef
-from procurement.models import Episode, Sweep
+from procurement.models import Episode, Sweep, TrainingRun
 from procurement.publish import publish_many
 from procurement.selectors.live import (
     OVERVIEW_GROUP,
@@ -17,6 +17,7 @@ from procurement.selectors.live import (
     sweep_payload,
     waiting_payload,
 )
+from procurement.selectors.training import training_payload
 from procurement.services.decision_store import stored_values
 
 log = logging.getLogger(__name__)
@@ -92,3 +93,10 @@ def publish_sweep_progress(sweep: Sweep) -> None:
     }
     _send(sweep.group_name, [event])
     _send(OVERVIEW_GROUP, [event])
+
+
+def publish_training_progress(run: TrainingRun, points: list[dict[str, Any]]) -> None:
+    """A training run's state and its metric points logged since the last event (the
+    snapshot on connect holds all of them; clients key points by step)."""
+    event = {"type": "training.progress", "run": training_payload(run), "metrics": points}
+    _send(run.group_name, [event])

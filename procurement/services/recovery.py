@@ -4,8 +4,8 @@ and send its task again (or close it), so no run is ever stuck.
 The workers run it periodically (workers.reconciler, a thread in every worker and in the
 embedded web process); ``manage.py reconcile`` runs it once.
 
-A run (episode or sweep) is stalled when it is not over, the broker holds no message for
-it, and its last sign of life is old: for a queued run, its creation (a committed run
+A run (episode, sweep or training run) is stalled when it is not over, the broker holds
+no message for it, and its last sign of life is old: for a queued run, its creation (a committed run
 whose task was never sent or was lost in the broker); for a running one, its heartbeat
 (a worker died, the broker lost its messages, retries ran out during an outage).
 
@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from procurement import dispatch
 from procurement.dispatch import RunRef
-from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell
+from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell, TrainingRun
 from procurement.models.status import RunStatus
-from procurement.run_plan import HUMAN_QUEUE
+from procurement.run_plan import GPU_QUEUE, HUMAN_QUEUE
 from procurement.services import approvals, human_seat
 from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
@@ -50,6 +50,7 @@ class Recovery:
     approvals_timed_out: list[int] = field(default_factory=list)
     sweeps_resumed: list[int] = field(default_factory=list)
     sweeps_closed: list[int] = field(default_factory=list)
+    trainings_resumed: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, list[int]]:
         return {
@@ -58,6 +59,7 @@ class Recovery:
             "approvals_timed_out": self.approvals_timed_out,
             "sweeps_resumed": self.sweeps_resumed,
             "sweeps_closed": self.sweeps_closed,
+            "trainings_resumed": self.trainings_resumed,
         }
 
     def __bool__(self) -> bool:
@@ -67,6 +69,7 @@ class Recovery:
             or self.approvals_timed_out
             or self.sweeps_resumed
             or self.sweeps_closed
+            or self.trainings_resumed
         )
 
 
@@ -131,6 +134,23 @@ def recover_sweeps(
     return resume, closed
 
 
+def recover_trainings(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> list[int]:
+    """Claim stalled training runs (their trainer died, or their task was lost): the
+    task sent again resumes each from its last checkpoint."""
+    grace = {"queued_grace_s": queued_grace_s, "stall_s": stall_s}
+    stalled = _stalled(TrainingRun.objects.filter(status__in=OPEN_RUN), **grace)
+    claimed = [
+        pk
+        for pk in stalled.values_list("pk", flat=True)
+        if ("training", pk) not in live and _claim(TrainingRun.objects.all(), pk, **grace)
+    ]
+    # queued again: the task takes a queued run (a running one is someone's, while it beats)
+    TrainingRun.objects.filter(pk__in=claimed).update(status=RunStatus.QUEUED)
+    return claimed
+
+
 def reconcile(*, stall_s: float | None = None) -> Recovery:
     """One pass: find stalled runs, claim each, send its task again (or close it); answer
     overdue approvals by rule and hand idle human seats to their fallback policy.
@@ -153,6 +173,9 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
     for pk in resume:
         dispatch.enqueue(dispatch.RUN_SWEEP, pk)
     done.sweeps_resumed, done.sweeps_closed = resume, closed
+    done.trainings_resumed = recover_trainings(live=live, **grace)
+    for pk in done.trainings_resumed:
+        dispatch.enqueue(dispatch.RUN_TRAINING, pk, queue=GPU_QUEUE)
     if done:
         log.warning("reconciler: %s", done.as_dict())
     return done

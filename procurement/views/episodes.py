@@ -20,6 +20,8 @@ from procurement.views.access import call_service, role_required
 @role_required("analyst")
 def episode_new(request: HttpRequest) -> HttpResponse:
     initial = {"scenario": request.GET.get("scenario", "")[:100]}
+    if request.GET.get("policy"):  # "play it" links (a trained model's run page)
+        initial["policy"] = request.GET["policy"][:100]
     form = StartEpisodeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         episode = call_service(

@@ -16,6 +16,7 @@ from procurement.models import (
     Scenario,
     Sweep,
     SweepCell,
+    TrainingRun,
 )
 from procurement.services.accounts import user_create
 
@@ -79,7 +80,7 @@ def snapshot_counts() -> Callable[[], dict[str, int]]:
     def counts() -> dict[str, int]:
         return {
             m.__name__: m.objects.count()
-            for m in (Scenario, PolicyConfig, Episode, Decision, Sweep, SweepCell)
+            for m in (Scenario, PolicyConfig, Episode, Decision, Sweep, SweepCell, TrainingRun)
         }
 
     return counts

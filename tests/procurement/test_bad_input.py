@@ -37,7 +37,7 @@ from procurement.limits import (
     NUMBER_PROBLEM,
     SURROGATE_PROBLEM,
 )
-from procurement.models import Episode, PolicyConfig, Scenario, Sweep
+from procurement.models import Episode, PolicyConfig, Scenario, Sweep, TrainingRun
 from procurement.services.episodes import episode_create
 from procurement.services.evaluations import evaluation_create
 from procurement.services.sweeps import sweep_create
@@ -258,7 +258,14 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
         expert = PolicyConfig.objects.get(name="expert")
         episode = episode_create(scenario=scenario, policy=expert, seed=1, enqueue=False)
         sweep = sweep_create(scenarios=[scenario], policies=[expert], seeds=1, enqueue=False)
-        paths = {"episode_id": f"/ws/episodes/{episode.pk}/", "sweep_id": f"/ws/sweeps/{sweep.pk}/"}
+        run = TrainingRun.objects.create(
+            name="ws", kind="sft", base="smollm2", episodes=1, max_steps=1, learning_rate=1e-5
+        )
+        paths = {
+            "episode_id": f"/ws/episodes/{episode.pk}/",
+            "sweep_id": f"/ws/sweeps/{sweep.pk}/",
+            "run_id": f"/ws/training/{run.pk}/",
+        }
         cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
         return cookie, paths, snapshot_counts()
 
@@ -289,7 +296,9 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("path", ["/ws/episodes/99999999999999999999999/", "/ws/sweeps/0/"])
+@pytest.mark.parametrize(
+    "path", ["/ws/episodes/99999999999999999999999/", "/ws/sweeps/0/", "/ws/training/0/"]
+)
 async def test_absurd_ids_in_websocket_urls_are_not_found(user_with_role, path) -> None:
     @sync_to_async
     def cookie() -> tuple[bytes, bytes]:
@@ -310,6 +319,7 @@ HUGE = "9" * 26
 
 def _command_cases(tmp_path: Path, sweep_id: int) -> list[tuple[list[str], str]]:
     grid = ["--scenarios", "easy_negotiation", "--policies", "expert"]
+    train = ["--scenarios", "easy_negotiation", "--episodes", "2"]
     return [
         (["run_episode", "--seed", HUGE, "--save"], f"between 0 and {MAX_SEED}"),
         (["run_episode", "--seed", HUGE], f"between 0 and {MAX_SEED}"),
@@ -359,6 +369,17 @@ def _command_cases(tmp_path: Path, sweep_id: int) -> list[tuple[list[str], str]]
         (["export_dataset", "--min-score", "7"], "--min-score"),
         (["export_dataset", "--policy", f"exp{NUL}ert"], "--policy"),
         (["export_dataset", "--output", str(tmp_path)], "directory"),
+        (["train", "dpo", *train, "--name", "x"], "invalid choice"),
+        (["train", "sft", *train, "--name", "bad name!"], "--name"),
+        (["train", "sft", *train, "--name", "expert"], "--name: A policy is called"),
+        (["train", "sft", *train, "--name", "x", "--base", "gpt-9"], "--base"),
+        (["train", "sft", *train, "--name", "x", "--scenarios", "nope"], "--scenarios"),
+        (["train", "sft", *train, "--name", "x", "--episodes", "0"], "--episodes"),
+        (["train", "sft", *train, "--name", "x", "--episodes", HUGE], "--episodes"),
+        (["train", "sft", *train, "--name", "x", "--max-steps", "-1"], "--max-steps"),
+        (["train", "sft", *train, "--name", "x", "--min-score", "7"], "--min-score"),
+        (["train", "sft", *train, "--name", "x", "--learning-rate", "nan"], "--learning-rate"),
+        (["train", "sft", *train, "--name", "x", "--source-policy", "nobody"], "--source-policy"),
         (["serve_openenv", "--port", "99999"], "--port"),
         (["serve_openenv", "--max-sessions", "0"], "--max-sessions"),
     ]

@@ -1,0 +1,266 @@
+"""Training bench: SmolLM2-135M base vs SFT vs SFT+GRPO vs the expert and the naive
+baselines, on held-out seeds never used in training, everything in ONE run.
+
+1. Data: the expert plays ``--train-episodes`` seeds of each ``--train-presets`` preset
+   (seeds 0..N-1), rendered by ``chat_examples`` exactly as the LLM buyer plays.
+2. SFT from SmolLM2 (``--sft-steps``, LoRA unless ``--full``), then GRPO from the SFT
+   folder (``--grpo-steps``, rows = ``--grpo-seeds`` seeds after the SFT ones, groups of
+   ``--num-generations`` replies per decision point).
+3. Evaluation on ``--eval-seeds`` seeds from HELD_OUT (100000 up, disjoint from every
+   training seed) of each ``--eval-presets`` preset: the three SmolLM2 buyers (free mode,
+   transformers backend, expert fallback, played concurrently through one batching
+   backend each) and expert, always_accept, random. Score with its bootstrap 95 % CI
+   (``evaluation.summarise``), deal rate, buyer share, invalid-action rate (engine-refused
+   actions per decision) and fallback rate (replies the policy could not use).
+4. Output under ``--out``: ``results.json``, ``table.md``, ``curves.png`` (SFT loss,
+   GRPO reward and learning rate per step), and the trained folders.
+
+Usage: .venv/bin/python bench/train.py [--train-episodes 8] [--sft-steps 30]
+       [--grpo-steps 4] [--eval-seeds 50] [--eval-presets bilateral,...] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from negotiation import get_policy, run_episode
+from negotiation.evaluation import summarise
+from negotiation.interfaces.concurrent import run_episodes_concurrently
+from negotiation.llm.models import smollm2_folder
+from negotiation.llm.registry import get_backend
+from negotiation.training import (
+    EpisodeSource,
+    TrainHooks,
+    TrainJob,
+    chat_examples,
+    run_training,
+)
+
+BILATERAL = (
+    "bilateral",
+    "bilateral_cooperative",
+    "bilateral_hardball",
+    "bilateral_deceptive",
+    "bilateral_distressed",
+)
+BASELINES = ("expert", "always_accept", "random")
+HELD_OUT = 100_000  # evaluation seeds start here; training seeds stay below
+METRICS = ("deal_rate", "buyer_share", "invalid_action_rate", "fallback_rate")
+
+
+def expert_sources(presets: list[str], seeds: range) -> list[EpisodeSource]:
+    out = []
+    for preset in presets:
+        for seed in seeds:
+            res = run_episode(preset, get_policy("expert", seed=seed), seed)
+            out.append(EpisodeSource(preset, seed, [s.action for s in res.steps], res.score))
+    return out
+
+
+def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[str, list]]:
+    """SFT then GRPO; the folders and each run's per-step log."""
+    curves: dict[str, list] = {"sft": [], "grpo": []}
+    sft_seeds = range(args.train_episodes)
+    grpo_seeds = range(args.train_episodes, args.train_episodes + args.grpo_seeds)
+    assert max(grpo_seeds, default=0) < HELD_OUT
+    sources = expert_sources(args.train_presets, sft_seeds)
+    examples = chat_examples(sources, max_prompt_chars=args.max_prompt_chars)
+    print(
+        f"data: {len(sources)} expert episodes (mean score "
+        f"{sum(s.score or 0 for s in sources) / len(sources):.3f}), {len(examples)} chats, "
+        f"{sum(m['role'] == 'assistant' for e in examples for m in e['messages'])} replies"
+    )
+
+    def log(kind: str):
+        def on_log(step: int, metrics: dict[str, float]) -> None:
+            curves[kind].append({"step": step, **metrics})
+            shown = {k: round(v, 4) for k, v in metrics.items() if k in ("loss", "reward")}
+            print(f"  {kind} step {step}: {shown} ({metrics['seconds']:.0f} s)", flush=True)
+
+        return on_log
+
+    common = {
+        "device": args.device,
+        "lora": not args.full,
+        "max_prompt_chars": args.max_prompt_chars,
+    }
+    started = time.perf_counter()
+    sft = run_training(
+        TrainJob(
+            "sft",
+            smollm2_folder(),
+            out / "sft",
+            examples=examples,
+            max_steps=args.sft_steps,
+            learning_rate=args.sft_lr,
+            grad_accum=args.grad_accum,
+            data_summary={
+                "policy": "expert",
+                "presets": args.train_presets,
+                "episodes": len(sources),
+            },
+            **common,
+        ),
+        TrainHooks(on_log=log("sft")),
+    )
+    print(f"SFT: {sft.steps} steps in {time.perf_counter() - started:.0f} s -> {sft.model_dir}")
+    folders = {"smollm2": smollm2_folder(), "sft": sft.model_dir}
+    if args.grpo_steps:
+        started = time.perf_counter()
+        grpo = run_training(
+            TrainJob(
+                "grpo",
+                sft.model_dir,
+                out / "grpo",
+                rows=[(p, s) for p in args.train_presets for s in grpo_seeds],
+                max_steps=args.grpo_steps,
+                learning_rate=args.grpo_lr,
+                num_generations=args.num_generations,
+                **common,
+            ),
+            TrainHooks(on_log=log("grpo")),
+        )
+        print(f"GRPO: {grpo.steps} steps in {time.perf_counter() - started:.0f} s")
+        folders["sft+grpo"] = grpo.model_dir
+    return folders, curves
+
+
+def row(res: Any) -> dict[str, Any]:
+    m = res.metrics
+    decisions = max(1, len(res.steps))
+    return {
+        "score": res.score,
+        "deal_rate": m.get("deal_rate"),
+        "buyer_share": m.get("buyer_share") if m.get("contracts", 0) else None,
+        "contracts": m.get("contracts", 0),
+        "invalid_action_rate": sum(not s.valid for s in res.steps) / decisions,
+        "fallback_rate": m.get("buyer_llm_fallbacks", 0) / decisions,
+    }
+
+
+def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[str, Any]]:
+    seeds = range(HELD_OUT, HELD_OUT + args.eval_seeds)
+    table = []
+    for label, folder in folders.items():
+        backend = get_backend("transformers", str(folder), device=args.device)
+        for preset in args.eval_presets:
+            started = time.perf_counter()
+            jobs = [
+                (
+                    preset,
+                    lambda h, s=seed: get_policy(
+                        "llm", seed=s, backend=h, max_prompt_chars=args.max_prompt_chars
+                    ),
+                    seed,
+                )
+                for seed in seeds
+            ]
+            results = run_episodes_concurrently(jobs, backend=backend)
+            wall = time.perf_counter() - started
+            table.append(cell(preset, label, results, wall))
+            print(f"  {label} on {preset}: {wall:.0f} s", flush=True)
+        del backend
+    for name in BASELINES:
+        for preset in args.eval_presets:
+            results = [run_episode(preset, get_policy(name, seed=s), s) for s in seeds]
+            table.append(cell(preset, name, results, 0.0))
+    return table
+
+
+def cell(preset: str, policy: str, results: list[Any], wall: float) -> dict[str, Any]:
+    rows = [row(r) for r in results]
+    numbers = summarise(rows, key=f"{preset}/{policy}", metrics=METRICS)
+    return {"preset": preset, "policy": policy, "wall_s": round(wall, 1), **numbers}
+
+
+def markdown(table: list[dict[str, Any]]) -> str:
+    def num(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    lines = [
+        "| preset | policy | n | score [95 % CI] | deal rate | buyer share | invalid | fallback |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in table:
+        s = c["score"]
+        lines.append(
+            f"| {c['preset']} | {c['policy']} | {c['episodes']} | {num(s['mean'])} "
+            f"[{num(s['low'])}, {num(s['high'])}] | {num(c['deal_rate'])} | "
+            f"{num(c['buyer_share'])} | {num(c['invalid_action_rate'])} | "
+            f"{num(c['fallback_rate'])} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(curves: dict[str, list], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("sft", "loss"), ("grpo", "reward"), ("sft", "learning_rate")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.6))
+    for ax, (kind, key) in zip(axes, panels, strict=True):
+        points = [(p["step"], p[key]) for p in curves[kind] if key in p]
+        if points:
+            ax.plot(*zip(*points, strict=True), marker="o")
+        ax.set_title(f"{kind.upper()} {key.replace('_', ' ')}")
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--train-episodes", type=int, default=8, help="expert episodes per preset")
+    p.add_argument("--train-presets", type=lambda s: s.split(","), default=list(BILATERAL))
+    p.add_argument("--sft-steps", type=int, default=30)
+    p.add_argument("--sft-lr", type=float, default=2e-4)
+    p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument("--full", action="store_true", help="full fine-tuning instead of LoRA")
+    p.add_argument("--grpo-steps", type=int, default=4, help="0 skips GRPO")
+    p.add_argument("--grpo-lr", type=float, default=2e-5)
+    p.add_argument("--grpo-seeds", type=int, default=2, help="GRPO rows per preset")
+    p.add_argument("--num-generations", type=int, default=4)
+    p.add_argument("--eval-seeds", type=int, default=50, help="held-out seeds per preset")
+    p.add_argument("--eval-presets", type=lambda s: s.split(","), default=list(BILATERAL))
+    p.add_argument("--max-prompt-chars", type=int, default=12_000)
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
+    p.add_argument("--out", type=Path, default=Path("data/bench_train"))
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()
+    started = time.perf_counter()
+    folders, curves = train(args, args.out)
+    trained = time.perf_counter()
+    table = evaluate(args, folders)
+    text = markdown(table)
+    print(text)
+    result = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "load_at_start": load,
+        "load_at_end": os.getloadavg(),
+        "train_s": round(trained - started, 1),
+        "eval_s": round(time.perf_counter() - trained, 1),
+        "folders": {k: str(v) for k, v in folders.items()},
+        "curves": curves,
+        "table": table,
+    }
+    (args.out / "results.json").write_text(json.dumps(result, indent=2))
+    (args.out / "table.md").write_text(text + "\n")
+    plot(curves, args.out / "curves.png")
+    print(
+        f"train {result['train_s']} s, eval {result['eval_s']} s, load {load} -> {os.getloadavg()}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""GRPO in the play format: the model answers the LLM buyer's own chat with one JSON action.
+
+TRL's ``environment_factory`` (``interfaces/trl_env.py``) makes every public method a
+tool and parses tool calls out of the completions, so a model trained there acts by tool
+calls, not by the JSON replies it plays with. Training what is played comes first here,
+so GRPO runs on decision points instead:
+
+- each (scenario, seed) row is played once by the expert; every step of that episode is a
+  decision point: the BuyerChat prompt before it (exactly what the LLM buyer reads there,
+  built from the replies a constrained decoder writes for the earlier actions);
+- one GRPO group = ``num_generations`` replies to the same prompt (same seed, same state);
+- reward = the final episode score after playing the reply and letting the expert play the
+  rest (``run_episode`` with the earlier actions and the reply as its prefix). A reply that
+  is not a JSON action scores 0, the lowest score: TRL samples without the play-time
+  grammar, so a format failure must cost something. An action the engine rejects costs its
+  slot and penalty there, as in play. Nothing else is rewarded.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from ..policies.action_schema import parse_action
+from ..runner import run_episode
+from .contract import EpisodeSource, TrainingError
+from .examples import PLAY_MAX_TOKENS, replay
+
+CONTINUATION = "expert"  # plays the episode's rest after the sampled reply, and the states
+
+
+def decision_points(
+    rows: list[tuple[str, int]], max_prompt_chars: int, seed: int
+) -> list[dict[str, Any]]:
+    """Dataset rows: ``prompt`` (chat messages), ``scenario``, ``seed`` and ``prefix`` (the
+    JSON list of actions before this point), shuffled with ``seed``."""
+    out = []
+    for scenario, episode_seed in rows:
+        try:
+            played = run_episode(scenario, CONTINUATION, seed=episode_seed)
+        except Exception as exc:  # an unknown scenario, a bad seed
+            raise TrainingError(f"cannot play {scenario}/{episode_seed}: {exc}") from exc
+        actions = [s.action for s in played.steps]
+        source = EpisodeSource(scenario, episode_seed, actions)
+        for k, (messages, _) in enumerate(replay(source, max_prompt_chars, PLAY_MAX_TOKENS)):
+            out.append(
+                {
+                    "prompt": [{"role": m.role, "content": m.content} for m in messages],
+                    "scenario": scenario,
+                    "seed": episode_seed,
+                    "prefix": json.dumps(actions[:k]),
+                }
+            )
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def episode_reward(scenario: str, seed: int, prefix: list[dict[str, Any]], reply: str) -> float:
+    """The final score of the episode where ``reply`` is played after ``prefix`` and the
+    expert plays the rest; 0 for a reply that is not an action."""
+    action, _ = parse_action(reply)
+    if action is None:
+        return 0.0
+    return run_episode(
+        scenario, CONTINUATION, seed=seed, actions_prefix=[*prefix, action], record_steps=False
+    ).score
+
+
+def reward_episode_score(
+    prompts: list[Any],
+    completions: list[Any],
+    scenario: list[str],
+    seed: list[int],
+    prefix: list[str],
+    **_: Any,
+) -> list[float]:
+    """TRL reward function (one float per completion)."""
+    out = []
+    for completion, sc, sd, pre in zip(completions, scenario, seed, prefix, strict=True):
+        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
+        out.append(episode_reward(sc, int(sd), json.loads(pre), text))
+    return out
+
+
+def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
+    """The GRPOTrainer for ``job.rows`` (already validated non-empty)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    points = decision_points(job.rows, job.max_prompt_chars, job.seed)
+    per_device = args.pop("per_device_train_batch_size") * job.num_generations
+    config = GRPOConfig(
+        **args,
+        per_device_train_batch_size=per_device,
+        num_generations=job.num_generations,
+        max_completion_length=job.max_completion_tokens,
+        remove_unused_columns=False,
+    )
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=reward_episode_score,
+        args=config,
+        train_dataset=Dataset.from_list(points),
+        processing_class=tokenizer,
+        peft_config=peft,
+    )

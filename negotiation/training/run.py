@@ -1,0 +1,235 @@
+"""run_training: validate a job, train it with TRL, save a plain model folder and lineage.
+
+Checkpoints are transformers' own (``output_dir/checkpoint-N``): a job run again with
+the same output_dir resumes from the last one. Cancel (``hooks.should_stop``) saves a
+checkpoint at the current step, stops, and still writes the final folder, so a cancelled
+run is a usable model and can be resumed with a larger ``max_steps``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from .contract import (
+    LINEAGE_FILE,
+    MODEL_SUBDIR,
+    TrainHooks,
+    TrainingError,
+    TrainJob,
+    TrainOutcome,
+)
+
+VERSIONS = ("torch", "transformers", "trl", "peft", "datasets")
+
+
+def _check(job: TrainJob) -> None:
+    """Every way a job can be wrong, before anything is written."""
+    if job.kind not in ("sft", "grpo"):
+        raise TrainingError(f"kind must be sft or grpo, not {job.kind!r}")
+    base = Path(job.base_model)
+    if not (base / "config.json").is_file():
+        raise TrainingError(f"{base} is not a Hugging Face model folder (no config.json)")
+    if job.kind == "sft" and not job.examples:
+        raise TrainingError("sft needs examples: no episode matched")
+    if job.kind == "grpo" and not job.rows:
+        raise TrainingError("grpo needs (scenario, seed) rows")
+    if job.max_steps < 1 or job.learning_rate <= 0 or job.batch_size < 1 or job.grad_accum < 1:
+        raise TrainingError("max_steps, learning_rate, batch_size and grad_accum must be > 0")
+    if job.kind == "grpo" and job.num_generations < 2:
+        raise TrainingError("grpo needs num_generations >= 2 (a group to compare)")
+    if job.device not in ("cpu", "cuda", "auto"):
+        raise TrainingError(f"device must be cpu, cuda or auto, not {job.device!r}")
+    if job.lora and job.lora_r < 1:
+        raise TrainingError("lora_r must be >= 1")
+
+
+def _device(job: TrainJob) -> str:
+    import torch
+
+    if job.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if job.device == "cuda" and not torch.cuda.is_available():
+        raise TrainingError("device cuda asked for, but no CUDA device is available")
+    return job.device
+
+
+def _hooks_callback(hooks: TrainHooks, state: dict[str, Any]) -> Any:
+    from transformers import TrainerCallback
+
+    class Hooks(TrainerCallback):
+        def on_step_end(self, args, st, control, **kw):
+            if hooks.should_stop is not None and hooks.should_stop():
+                state["cancelled"] = True
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+        def on_log(self, args, st, control, logs=None, **kw):
+            logs = logs or {}
+            if "train_runtime" in logs:  # the run's summary, not a step
+                state["metrics"]["runtime_s"] = float(logs["train_runtime"])
+                state["metrics"]["examples_per_s"] = float(logs["train_samples_per_second"])
+                return
+            metrics = _floats(logs)
+            if not metrics:
+                return
+            elapsed = time.perf_counter() - state["started"]
+            metrics["seconds"] = elapsed
+            state["metrics"].update(metrics)
+            if hooks.on_log is not None:
+                hooks.on_log(int(st.global_step), metrics)
+
+        def on_save(self, args, st, control, **kw):
+            path = Path(args.output_dir) / f"checkpoint-{st.global_step}"
+            if hooks.on_checkpoint is not None and path.is_dir():
+                hooks.on_checkpoint(path)
+
+    return Hooks()
+
+
+def _floats(logs: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for key, value in logs.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out
+
+
+def _training_args(job: TrainJob, device: str) -> dict[str, Any]:
+    return {
+        "output_dir": str(job.output_dir),
+        "max_steps": job.max_steps,
+        "learning_rate": job.learning_rate,
+        "per_device_train_batch_size": job.batch_size,
+        "gradient_accumulation_steps": job.grad_accum,
+        "seed": job.seed,
+        "use_cpu": device == "cpu",
+        "bf16": device == "cuda",
+        "logging_steps": 1,
+        "report_to": "none",
+        # the last step always saves, so a finished job run again resumes, not restarts
+        "save_strategy": "steps",
+        "save_steps": job.save_every or job.max_steps,
+        "save_total_limit": 2,
+        "gradient_checkpointing": False,
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+    }
+
+
+def _last_checkpoint(output_dir: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+
+
+def _data_summary(job: TrainJob) -> dict[str, Any]:
+    summary = dict(job.data_summary)
+    if job.kind == "sft":
+        turns = sum(sum(m["role"] == "assistant" for m in ex["messages"]) for ex in job.examples)
+        summary.update(examples=len(job.examples), assistant_turns=turns)
+    else:
+        summary.update(
+            scenarios=sorted({s for s, _ in job.rows}),
+            seeds=sorted({int(seed) for _, seed in job.rows}),
+            rows=len(job.rows),
+        )
+    return summary
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in VERSIONS:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            out[name] = importlib.metadata.version(name)
+    return out
+
+
+def run_training(job: TrainJob, hooks: TrainHooks | None = None) -> TrainOutcome:
+    """Validate ``job`` (TrainingError, nothing written), then train with TRL's
+    SFTTrainer (assistant-only loss) or GRPOTrainer (reward = episode score, groups of
+    ``num_generations`` replies per decision point), resuming from the last checkpoint in
+    ``job.output_dir``; save the final plain HF folder ``output_dir/model`` (LoRA merged)
+    with ``lineage.json`` (base, kind, data summary, steps, final metrics, versions,
+    time). Blocking; call it from a worker."""
+    _check(job)
+    hooks = hooks or TrainHooks()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    device = _device(job)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from . import grpo, sft
+
+    started = time.time()
+    tokenizer = AutoTokenizer.from_pretrained(job.base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(job.base_model, dtype=dtype)
+    peft = None
+    if job.lora:
+        from peft import LoraConfig
+
+        peft = LoraConfig(
+            r=job.lora_r,
+            lora_alpha=2 * job.lora_r,
+            lora_dropout=0.0,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
+    builder = sft.build_trainer if job.kind == "sft" else grpo.build_trainer
+    state: dict[str, Any] = {"cancelled": False, "metrics": {}, "started": time.perf_counter()}
+    trainer = builder(job, model, tokenizer, _training_args(job, device), peft)
+    trainer.add_callback(_hooks_callback(hooks, state))
+    resume = _last_checkpoint(Path(job.output_dir))
+    trainer.train(resume_from_checkpoint=resume)
+    steps = int(trainer.state.global_step)
+    model_dir = _save_final(trainer, tokenizer, Path(job.output_dir), job.lora)
+    lineage = {
+        "base_model": str(job.base_model),
+        "kind": job.kind,
+        "lora": job.lora,
+        "lora_r": job.lora_r if job.lora else None,
+        "data": _data_summary(job),
+        "steps": steps,
+        "max_steps": job.max_steps,
+        "learning_rate": job.learning_rate,
+        "cancelled": state["cancelled"],
+        "resumed_from": resume,
+        "metrics": state["metrics"],
+        "device": device,
+        "versions": _versions(),
+        "started": started,
+        "finished": time.time(),
+        "policy_params": {
+            "backend": "transformers",
+            "model": str(model_dir),
+            "mode": "free",
+            "max_prompt_chars": job.max_prompt_chars,
+        },
+    }
+    (model_dir / LINEAGE_FILE).write_text(json.dumps(lineage, indent=2))
+    return TrainOutcome(model_dir, steps, dict(state["metrics"]), lineage, state["cancelled"])
+
+
+def _save_final(trainer: Any, tokenizer: Any, output_dir: Path, lora: bool) -> Path:
+    """A plain folder the transformers backend loads: LoRA merged into the weights."""
+    target = output_dir / MODEL_SUBDIR
+    partial = output_dir / f"{MODEL_SUBDIR}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    model = trainer.model
+    if lora:
+        model = model.merge_and_unload()
+    model.save_pretrained(str(partial))
+    tokenizer.save_pretrained(str(partial))
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    return target

@@ -1,0 +1,72 @@
+"""Supervised fine-tuning on rendered episodes: TRL's SFTTrainer, loss on the model's turns.
+
+The chats are tokenized here, the way the transformers backend tokenizes a prompt at play
+time (the model's chat template as text, then the tokenizer without added special
+tokens), with a mask that is 1 exactly on each assistant turn's tokens (its JSON reply
+and the end-of-turn marker). TRL turns ``assistant_masks`` into labels, so no chat
+template needs ``{% generation %}`` markers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .contract import TrainingError
+
+
+def _ids(tokenizer: Any, messages: list[dict[str, str]], *, prompt: bool) -> list[int]:
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=prompt)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def tokenize_chat(tokenizer: Any, messages: list[dict[str, str]]) -> dict[str, list[int]]:
+    """``input_ids`` and ``assistant_masks`` of one chat. Each assistant turn's prompt must
+    be a token prefix of the chat with that turn (true of ChatML-style templates);
+    otherwise the model would be trained on a text it never reads at play time."""
+    ids: list[int] = []
+    mask: list[int] = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = _ids(tokenizer, messages[:i], prompt=True)
+        full = _ids(tokenizer, messages[: i + 1], prompt=False)
+        if prompt[: len(ids)] != ids or full[: len(prompt)] != prompt:
+            raise TrainingError(
+                "the model's chat template does not extend a chat by appending turns, so "
+                "the training text would differ from the play-time prompt"
+            )
+        mask += [0] * (len(prompt) - len(ids)) + [1] * (len(full) - len(prompt))
+        ids = full
+    if not ids:
+        raise TrainingError("an example has no assistant turn to learn from")
+    return {"input_ids": ids, "assistant_masks": mask}
+
+
+def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
+    """The SFTTrainer for ``job.examples`` (already validated non-empty)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    rows = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.examples]
+    context = _context_tokens(model)
+    config = SFTConfig(
+        **args,
+        max_length=context,  # longer chats keep their start (they restart before 12k chars)
+        truncation_mode="keep_start",
+        packing=False,
+        dataset_num_proc=None,
+    )
+    return SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft,
+    )
+
+
+def _context_tokens(model: Any) -> int:
+    config = model.config
+    return int(
+        getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 2048)
+    )

@@ -1,0 +1,139 @@
+"""The Training page per role: analysts read, ops start and cancel; a bad form or a
+refused request shows its error and creates nothing. And ``manage.py train``'s errors."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+
+from procurement.models import TrainingRun
+from procurement.services.sweep_runner import sweep_cells_run, sweep_start
+from procurement.services.sweeps import sweep_create
+
+pytestmark = pytest.mark.django_db
+
+FORM = {
+    "kind": "sft",
+    "name": "page-sft",
+    "base": "smollm2",
+    "scenarios": ["easy_negotiation"],
+    "source_policy": "expert",
+    "episodes": 2,
+    "max_steps": 2,
+    "learning_rate": 5e-5,
+}
+
+
+@pytest.fixture
+def expert_episodes(preset, expert):
+    sweep = sweep_create(scenarios=[preset], policies=[expert], seeds=2, enqueue=False)
+    for chunk in sweep_start(sweep_id=sweep.pk):
+        sweep_cells_run(sweep_id=sweep.pk, cell_ids=chunk.cell_ids)
+
+
+def _client(user_with_role, role: str) -> Client:
+    client = Client()
+    client.force_login(user_with_role(role))
+    return client
+
+
+def test_analysts_read_but_do_not_start(user_with_role, expert_episodes) -> None:
+    client = _client(user_with_role, "analyst")
+    page = client.get(reverse("training-list-page"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'href="/training/"' in html  # the navigation link
+    assert "start-training" not in html and "needs the ops role" in html
+    assert client.post(reverse("training-list-page"), FORM).status_code == 403
+    assert not TrainingRun.objects.exists()
+
+
+def test_ops_start_then_cancel(user_with_role, expert_episodes) -> None:
+    client = _client(user_with_role, "ops")
+    assert "start-training" in client.get(reverse("training-list-page")).content.decode()
+    response = client.post(reverse("training-list-page"), FORM)
+    run = TrainingRun.objects.get()
+    assert response.status_code == 302
+    assert response.url == reverse("training-page", args=[run.pk])
+    page = client.get(response.url).content.decode()
+    assert "Lineage" in page and 'id="cancel-form"' in page and "easy_negotiation" in page
+
+    analyst = _client(user_with_role, "analyst")
+    assert analyst.post(reverse("training-cancel", args=[run.pk])).status_code == 403
+    run.refresh_from_db()
+    assert run.status == "queued"
+
+    response = client.post(reverse("training-cancel", args=[run.pk]))
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    again = client.post(reverse("training-cancel", args=[run.pk]))
+    assert again.status_code == 409 and "only queued or running" in again.content.decode()
+
+    assert "resume-form" in client.get(response.url).content.decode()
+    assert analyst.post(reverse("training-resume", args=[run.pk])).status_code == 403
+    assert client.post(reverse("training-resume", args=[run.pk])).status_code == 302
+    run.refresh_from_db()
+    assert run.status == "queued"  # its task takes it again, from its last checkpoint
+    again = client.post(reverse("training-resume", args=[run.pk]))
+    assert again.status_code == 409 and "only failed or cancelled" in again.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"name": "expert"}, "A policy is called"),
+        ({"min_score": "0.99"}, "No stored episodes"),
+        ({"episodes": "0"}, "greater than or equal to 1"),
+        ({"base": "nope"}, "Select a valid choice"),
+    ],
+)
+def test_a_bad_start_shows_why(user_with_role, expert_episodes, change, message) -> None:
+    client = _client(user_with_role, "ops")
+    response = client.post(reverse("training-list-page"), {**FORM, **change})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not TrainingRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenarios", "atlantis"], "--scenarios: Unknown scenario"),
+        (["--min-score", "0.99"], "--episodes: No stored episodes"),
+        (["--name", "expert"], "--name: A policy is called"),
+        (["--base", "gpt-9"], "--base: Unknown base"),
+    ],
+)
+def test_train_command_errors(expert_episodes, args, message) -> None:
+    base = ["train", "sft", "--scenarios", "easy_negotiation", "--episodes", "2"]
+    base += ["--name", "cli-sft"]
+    with pytest.raises(CommandError, match=message):
+        call_command(*base, *args, stdout=io.StringIO(), stderr=io.StringIO())
+    assert not TrainingRun.objects.exists()
+
+
+def test_the_admin_shows_a_runs_lineage_and_its_policys(admin_client, expert_episodes) -> None:
+    from procurement.services.policies import policy_create
+    from procurement.services.training import TrainingRequest, training_create
+
+    run = training_create(
+        request=TrainingRequest(
+            kind="sft", base="smollm2", scenarios=["easy_negotiation"], episodes=2, name="adm"
+        ),
+        enqueue=False,
+    )
+    policy = policy_create(name="adm", policy="llm", backend="transformers", model="/m")
+    lineage = {"base": "smollm2", "steps": 7, "data": {"examples": 3}}
+    TrainingRun.objects.filter(pk=run.pk).update(lineage=lineage, policy=policy, status="finished")
+    for url in (
+        reverse("admin:procurement_trainingrun_change", args=[run.pk]),
+        reverse("admin:procurement_policyconfig_change", args=[policy.pk]),
+    ):
+        page = admin_client.get(url)
+        assert page.status_code == 200, url
+        assert "&quot;steps&quot;: 7" in page.content.decode(), url
