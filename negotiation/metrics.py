@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 DEAL_METRICS = frozenset({"buyer_share", "rounds_per_deal"})
 
 
-Unit = Literal["score", "share", "count", "money", "rounds", "steps", "weeks", "points", ""]
+Unit = Literal[
+    "score", "share", "count", "money", "rounds", "steps", "weeks", "points", "seconds", ""
+]
 # How each unit reads after a number; "money" reads as the scenario's currency.
 UNIT_TEXT: dict[str, str] = {
     "score": "score, 0 to 1",
@@ -29,6 +31,7 @@ UNIT_TEXT: dict[str, str] = {
     "steps": "steps",
     "weeks": "weeks",
     "points": "score points",
+    "seconds": "s",
     "": "",  # not known: a metric the glossary lacks
 }
 
@@ -49,9 +52,9 @@ class MetricDoc:
 
 
 _LLM = "language model"
-# Every metric an episode reports (compute_metrics, and runner.episode_metrics' buyer
-# counts), in the order pages list them. tests/negotiation/test_metrics.py checks that
-# every metric emitted has an entry.
+# Every metric an episode reports (compute_metrics, runner.episode_metrics' buyer counts
+# and the service's SERVICE_METRICS), in the order pages list them.
+# tests/negotiation/test_metrics.py checks that every metric emitted has an entry.
 METRIC_DOCS: dict[str, MetricDoc] = {
     "score": MetricDoc(
         "Score",
@@ -223,7 +226,12 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "low",
     ),
     "buyer_llm_calls": MetricDoc("Buyer model calls", "count", f"Calls to the buyer's {_LLM}."),
+    "wall_seconds": MetricDoc(
+        "Run time", "seconds", "Wall-clock time the service took to run the episode."
+    ),
 }
+# Reported by the service, not the engine: its runners time each episode they store.
+SERVICE_METRICS = frozenset({"wall_seconds"})
 
 
 def metric_doc(name: str) -> MetricDoc:

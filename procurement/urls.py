@@ -15,6 +15,7 @@ urlpatterns = [
     path("sweeps/<int:sweep_id>/", sweeps.sweep_detail, name="sweep-page"),
     path("evaluations/", evaluations.evaluation_index, name="evaluation-list-page"),
     path("evaluations/<int:evaluation_id>/", evaluations.evaluation_detail, name="evaluation-page"),
+    path("glossary/", pages.glossary, name="glossary"),
     path("favicon.ico", pages.favicon, name="favicon"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),
