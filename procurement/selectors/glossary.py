@@ -18,8 +18,8 @@ BETTER = {"high": "higher is better", "low": "lower is better", "": ""}
 
 
 def metric_entry(name: str, currency: str | None = None) -> dict[str, str]:
-    """One metric for a page: name, label, unit, meaning, better, and ``title`` (the
-    tooltip: meaning, unit, which way is better)."""
+    """One metric for a page: name, label, unit, meaning, better (and in words), and
+    ``title`` (the tooltip: meaning, unit, which way is better)."""
     doc: MetricDoc = metric_doc(name)
     unit = doc.unit_text(currency or scenario_currency({}))
     tail = "; ".join(x for x in (unit, BETTER[doc.better]) if x)
@@ -30,6 +30,7 @@ def metric_entry(name: str, currency: str | None = None) -> dict[str, str]:
         "unit": unit,
         "meaning": doc.meaning,
         "better": doc.better,
+        "better_text": BETTER[doc.better],
         "title": title,
     }
 

@@ -196,3 +196,50 @@ def test_a_table_wider_than_a_phone_says_it_scrolls(browser, site, finished_epis
         screenshot(page, f"meaning-{name}-390")
     context.close()
     assert not errors, errors
+
+
+def test_sweep_and_evaluation_pages_explain_their_columns_on_a_desk_and_a_phone(
+    browser, site
+) -> None:
+    site.shell(
+        "from django.core.management import call_command\n"
+        "call_command('evaluate', '--policies', 'expert,random', '--scenarios',"
+        " 'easy_negotiation,bilateral_hardball', '--seeds', '3')"
+    )
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, site, "ops")
+    page.click("text=Start a sweep")
+    for scenario in ("easy_negotiation", "bilateral_hardball"):
+        page.check(f"input[name=scenarios][value={scenario}]")
+    for policy in ("expert", "random"):
+        page.check(f"input[name=policies][value={policy}]")
+    page.fill("input[name=seeds]", "3")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    sweep = page.url
+    page.wait_for_function("document.querySelectorAll('#leaderboard tbody tr').length === 4")
+    page.goto(f"{site.url}/evaluations/")
+    page.locator("table a").first.click()
+    page.wait_for_url(re.compile(r"/evaluations/\d+/$"))
+    evaluation = page.url
+    for url, name in ((sweep, "sweep"), (evaluation, "evaluation")):
+        for width in (1366, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.goto(url)
+            table = page.locator("#leaderboard, table.leaderboard").first
+            table.locator("tbody tr").first.wait_for()
+            titles = table.locator("thead abbr.metric").evaluate_all(
+                "els => Object.fromEntries(els.map(e => [e.dataset.metric, e.title]))"
+            )
+            assert {"score", "deal_rate", "buyer_share", "mutual_loss"} <= set(titles), titles
+            assert all(len(t) > 20 for t in titles.values()), titles
+            assert not has_horizontal_scroll(page), (name, width)
+            if width == 390:  # a leaderboard is wider than a phone: it says so
+                hint = table.locator("xpath=../preceding-sibling::p[@class='scroll-hint']")
+                assert hint.is_visible(), name
+            screenshot(page, f"meaning-{name}-{width}")
+    context.close()
+    assert not errors, errors

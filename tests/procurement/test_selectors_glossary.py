@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from negotiation.config import human_number
 from negotiation.metrics import METRIC_DOCS
 from negotiation.world.catalogue import get_catalogue
 from procurement.selectors.glossary import episode_units, metric_entry, requirement_units
@@ -50,4 +51,15 @@ def test_the_glossary_page_explains_every_metric(client, user_with_role, seeded)
     for name, doc in METRIC_DOCS.items():
         assert f'id="metric-{name}"' in body and doc.label in body, name
     assert "Price / unit" in body and "USD / item unit" in body
+    assert "Unit: share, 0 to 1; lower is better." in body  # mutual loss
     assert client.get("/").content.decode().count('class="metric"') >= 4  # leaderboard heads
+
+
+def test_the_scenario_page_shows_its_currency_and_money_in_it(
+    client, user_with_role, preset
+) -> None:
+    client.force_login(user_with_role("analyst"))
+    body = client.get(f"/scenarios/{preset.pk}/").content.decode()
+    assert "<code>currency</code>" in body and "USD" in body
+    threshold = human_number(preset.engine_config().get("pr_threshold", 50_000.0))
+    assert f"{threshold} USD" in body  # pr_threshold, in the scenario's money
