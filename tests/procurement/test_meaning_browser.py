@@ -73,6 +73,7 @@ def test_each_decision_says_what_its_numbers_are_with_their_unit(
     rows = page.locator("#timeline tbody tr").evaluate_all(
         """rows => rows.map(tr => ({
           action: tr.cells[2].textContent,
+          response: tr.cells[5].textContent,
           figures: [...tr.querySelectorAll('.figure')].map(f => ({
             field: f.dataset.field,
             label: f.querySelector('.figure-label').textContent,
@@ -80,19 +81,20 @@ def test_each_decision_says_what_its_numbers_are_with_their_unit(
           })),
         }))"""
     )
-    seen = set()
     for row in rows:
         for fig in row["figures"]:
             label, unit = FIGURE[fig["field"]]
             assert fig["label"] == label, fig
             assert re.fullmatch(rf"{re.escape(label)} [\d,.]+ {unit}", fig["text"]), fig
-            seen.add((row["action"].split("\n")[0][:14], fig["field"]))
     negotiations = [r for r in rows if r["action"].startswith("negotiate")]
     assert negotiations and all(
         [f["field"] for f in r["figures"]] == ["price"] for r in negotiations
     )
     awards = [r for r in rows if r["action"].startswith("award_contract")]
     assert awards and all("quantity" in [f["field"] for f in r["figures"]] for r in awards)
+    # A supplier's counter is a unit price too.
+    counters = [r["response"] for r in negotiations if r["response"].startswith("counter at")]
+    assert counters and all(re.fullmatch(r"counter at [\d,.]+ USD / [a-z-]+", c) for c in counters)
     # Money elsewhere on the page is in the scenario's currency.
     assert page.locator("#budget-total").text_content().endswith(" USD")
     assert "USD" in page.locator("#threads thead").inner_text()

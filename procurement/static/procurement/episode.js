@@ -25,7 +25,7 @@
     let response = "", message = d.message || "";
     if (!d.valid && d.error) response = `${d.error.code}: ${d.error.message}`;
     else if (d.response) {
-      response = `${d.response.response}${d.response.price != null ? " at " + meaning.money(d.response.price) : ""}`;
+      response = `${d.response.response}${d.response.price != null ? " at " + meaning.price(d.response.price, a.requirement_id) : ""}`;
       message = d.response.message || message;
     } else if (d.events && d.events.length) response = d.events[0].text;
     if (a.approval) response = `${a.approval.decision.replace("_", " ")} by ${a.approval.by}` + (response ? `; ${response}` : "");

@@ -17,6 +17,9 @@ window.arenaMeaning = function (units, glossary) {
     return units.figures[field].unit.replaceAll("{currency}", units.currency).replaceAll("{unit}", item);
   }
 
+  // A unit price on requirement `rid`: "449.58 USD / box".
+  function price(x, rid) { return x == null ? "–" : `${f.money(x)} ${unitOf("price", rid)}`; }
+
   // The figures an action names, in declaration order: [{field, label, text}].
   function figures(action) {
     const a = action && typeof action === "object" ? action : {};
@@ -81,5 +84,5 @@ window.arenaMeaning = function (units, glossary) {
     [...tr.cells].forEach((td, i) => { if (heads[i]) td.dataset.label = heads[i].textContent; });
   }
 
-  return { money, unitOf, figures, figureCell, agreedPrice, metricTerm, metricValue, labelCells };
+  return { money, price, unitOf, figures, figureCell, agreedPrice, metricTerm, metricValue, labelCells };
 };
