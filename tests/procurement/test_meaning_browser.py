@@ -5,6 +5,7 @@ keep their messages while tables that still scroll say so."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ from tests.browser import EmbeddedSite, has_horizontal_scroll, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("meaning_browser")]  # one site
 
+RATIONALE = "Their counter is above the reference: hold and ask again."
 FIGURE = {  # label, and the unit that ends the figure's text
     "price": ("Price / unit", r"USD / [a-z-]+"),
     "quantity": ("Qty", r"[a-z-]+"),
@@ -46,12 +48,28 @@ def finished_episode(site, browser) -> str:
     return url
 
 
-def _open(browser, site, url: str, width: int):
+def with_a_rationale(ws) -> None:
+    """The stream as it is, but each snapshot row carries the buyer's rationale (as an LLM
+    buyer's or a person's rows do; the expert's have none yet)."""
+    server = ws.connect_to_server()
+
+    def to_page(message: str | bytes) -> None:
+        event = json.loads(message)
+        for d in event.get("decisions", []) if event.get("type") == "episode.snapshot" else []:
+            d["rationale"] = RATIONALE
+        ws.send(json.dumps(event))
+
+    server.on_message(to_page)
+
+
+def _open(browser, site, url: str, width: int, stream=None):
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     login(page, site, "analyst")
+    if stream is not None:
+        page.route_web_socket(re.compile(r"/ws/episodes/\d+/$"), stream)
     page.goto(url)
     page.wait_for_selector("#metrics-card:not([hidden])")
     page.wait_for_function(  # every decision in (the snapshot, then earlier pages)
@@ -149,8 +167,12 @@ def test_on_a_phone_decisions_are_cards_that_keep_their_messages(
     browser, site, finished_episode
 ) -> None:
     # Before: the Message column (messages, rationales, tells) was hidden under 600 px.
-    context, page, errors = _open(browser, site, finished_episode, 390)
+    context, page, errors = _open(browser, site, finished_episode, 390, with_a_rationale)
     assert not has_horizontal_scroll(page)
+    why = page.locator("#timeline tbody tr", has_text=RATIONALE).first.get_by_text(
+        f"Why: {RATIONALE}"
+    )
+    assert why.is_visible() and why.bounding_box()["width"] > 200
     messages = page.locator("#timeline .message")
     assert messages.count() > 0, (errors, page.locator("#timeline tbody").inner_html()[:3000])
     first = messages.first
