@@ -4,11 +4,13 @@ units drawn from the episode's own world, tooltips from the engine's METRIC_DOCS
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 
 from negotiation.config import human_number
 from negotiation.metrics import METRIC_DOCS
 from negotiation.world.catalogue import get_catalogue
 from procurement.selectors.glossary import episode_units, metric_entry, requirement_units
+from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
 from procurement.worlds import episode_env
 
@@ -63,3 +65,19 @@ def test_the_scenario_page_shows_its_currency_and_money_in_it(
     assert "<code>currency</code>" in body and "USD" in body
     threshold = human_number(preset.engine_config().get("pr_threshold", 50_000.0))
     assert f"{threshold} USD" in body  # pr_threshold, in the scenario's money
+
+
+def test_the_compare_page_names_metrics_with_their_glossary_entry(
+    client, user_with_role, preset, expert
+) -> None:
+    runs = [
+        episode_run(
+            episode_id=episode_create(scenario=preset, policy=expert, seed=s, enqueue=False).pk,
+            live_updates=False,
+        )
+        for s in (1, 2)
+    ]
+    client.force_login(user_with_role("analyst"))
+    body = client.get(f"/episodes/compare/?a={runs[0].pk}&b={runs[1].pk}").content.decode()
+    entry = metric_entry("mutual_loss")
+    assert f'data-metric="mutual_loss" title="{escape(entry["title"])}">Mutual loss</abbr>' in body
