@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from .suppliers import (
     field as _field,  # the field personas' names; negmas itself is imported lazily
 )
+from .world.catalogue import get_catalogue
 
 PERSONAS: tuple[str, ...] = ("cooperative", "hardball", "deceptive", "distressed")
 # Field personas (field.py): third-party negotiators playing suppliers, each on the hidden
@@ -225,6 +226,15 @@ class ScenarioConfig(BaseModel):
     )
 
     # --- money, deadlines, approvals ----------------------------------------------
+    currency: str = Field(
+        default_factory=lambda: get_catalogue().currency,
+        pattern=r"^[A-Z]{3}$",
+        description=(
+            "ISO 4217 code of the money every price, budget, PR and threshold is in. A label "
+            "only: nothing is converted. The default is the shipped catalogue's, whose prices "
+            "are in it; name yours with your own items."
+        ),
+    )
     # 0 = generous budget (1.4x the ceiling value of all requirements), 1 = tight (0.8x).
     budget_tightness: float = Field(
         default=0.3,
@@ -653,6 +663,17 @@ ARENA_PARAMETERS = frozenset(
 MODES: tuple[str, ...] = typing.get_args(ScenarioConfig.model_fields["mode"].annotation)
 # Units a parameter's name states (approval_timeout_s, pr_lead_weeks): (one, many).
 _UNITS = {"_s": ("s", "s"), "weeks": ("week", "weeks")}
+# Parameters that are sums of money: shown in the scenario's ``currency``.
+MONEY_PARAMETERS = frozenset({"pr_threshold", "escalation_approval_above"})
+
+
+def scenario_currency(config: Any) -> str:
+    """The currency a stored scenario config (a mapping, any age) is in: its own, else
+    the default (a config from before the field)."""
+    code = config.get("currency") if isinstance(config, dict) else None
+    if isinstance(code, str) and code:
+        return code
+    return ScenarioConfig.model_fields["currency"].get_default(call_default_factory=True)
 
 
 def parameter_modes(name: str) -> tuple[str, ...]:
@@ -713,9 +734,14 @@ class ParameterDoc:
     allowed: str  # "0 to 1", "one of arena, bilateral", "a list", ...
     modes: tuple[str, ...]  # the modes whose episodes read it
     unit: tuple[str, str] | None  # (one, many): ("week", "weeks"); None when unitless
+    money: bool = False  # a sum of money, in the scenario's currency
 
-    def show(self, value: Any) -> str | list[str]:
-        """``value`` of this parameter as people read it (see human_value)."""
+    def show(self, value: Any, currency: str | None = None) -> str | list[str]:
+        """``value`` of this parameter as people read it (see human_value); a sum of
+        money in ``currency`` (the scenario's; the default's when not given)."""
+        if self.money:
+            code = currency or get_catalogue().currency
+            return human_value(value, (code, code))
         return human_value(value, self.unit)
 
 
@@ -761,6 +787,7 @@ def parameter_docs() -> list[ParameterDoc]:
                 allowed_values(info),
                 parameter_modes(name),
                 unit,
+                name in MONEY_PARAMETERS,
             )
         )
     return docs

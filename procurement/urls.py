@@ -52,6 +52,7 @@ urlpatterns = [
         {"action": "resume"},
         name="training-resume",
     ),
+    path("glossary/", pages.glossary, name="glossary"),
     path("favicon.ico", pages.favicon, name="favicon"),
     path("healthz", login_not_required(health.healthz), name="healthz"),
     path("api/", include("procurement.api.urls")),

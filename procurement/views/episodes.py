@@ -13,6 +13,7 @@ from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
 from procurement.selectors.episode_compare import compare_candidates
 from procurement.selectors.episodes import episode_model_label
+from procurement.selectors.glossary import episode_units, metric_glossary
 from procurement.services.episodes import episode_create
 from procurement.views.access import call_service, role_required
 
@@ -43,6 +44,7 @@ def episode_new(request: HttpRequest) -> HttpResponse:
 @role_required("analyst")
 def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
     episode = get_object_or_404(Episode, pk=episode_id)
+    units = episode_units(episode)
     context = {
         "episode": episode,
         "page": {
@@ -53,7 +55,11 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
             # The approval card offers its buttons only to those who may answer.
             "viewer": {"username": request.user.get_username(), "role": user_role(request.user)},
             "roles": ROLES,
+            # What its numbers are: currency, units of each action's figures, metrics.
+            "units": units,
+            "glossary": {m["name"]: m for m in metric_glossary(units["currency"])},
         },
+        "currency": units["currency"],
         "can_cancel": may_cancel_episode(request.user, episode),
         "seat": episode.run_plan.human_seat and episode.created_by_id == request.user.pk,
         "actions": action_form_spec(),

@@ -1,4 +1,4 @@
-"""The overview page, and the icon for pages that link none."""
+"""The overview page, the glossary, and the icon for pages that link none."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
+from negotiation.config import scenario_currency
 from procurement.models import Sweep
 from procurement.roles import has_role
 from procurement.selectors.aggregates import episode_leaderboard
 from procurement.selectors.approvals import approval_payload, pending_approvals
 from procurement.selectors.episodes import episode_list
+from procurement.selectors.glossary import figure_glossary, metric_glossary
 from procurement.views.access import role_required
 
 
@@ -26,6 +28,18 @@ def overview(request: HttpRequest) -> HttpResponse:
         "leaderboard": episode_leaderboard(episodes.filter(sweep__isnull=True)),
     }
     return render(request, "procurement/overview.html", context)
+
+
+@role_required("analyst")
+def glossary(request: HttpRequest) -> HttpResponse:
+    """What every metric and every action figure means, with its unit."""
+    currency = scenario_currency({})
+    context = {
+        "currency": currency,
+        "metrics": metric_glossary(currency),
+        "figures": figure_glossary(currency),
+    }
+    return render(request, "procurement/glossary.html", context)
 
 
 @login_not_required

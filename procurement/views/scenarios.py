@@ -27,6 +27,7 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     scenario = get_object_or_404(Scenario, pk=scenario_id)
     config = scenario_config_view(scenario.engine_config(), user=request.user)
     mode = config.get("mode", "arena")
+    currency = config.get("currency")  # money parameters read in it
     rows = []
     for doc in parameter_docs():
         if doc.name in ("name", "description") or mode not in doc.modes:
@@ -35,8 +36,8 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
         rows.append(
             {
                 "doc": doc,
-                "value": _lines(doc.show(value)),
-                "default": _lines(doc.show(doc.default)),
+                "value": _lines(doc.show(value, currency)),
+                "default": _lines(doc.show(doc.default, currency)),
                 "changed": value != doc.default,
             }
         )

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario
+from negotiation.action_spec import FIELD_SPECS, FIGURES, field_unit
 
 from .conftest import digest, first_supplier_for, negotiate
 
@@ -582,3 +583,15 @@ def test_two_escalations_of_one_thread_cannot_be_solved_for_the_reservation():
         for cur, t1, t2, truth, _ in _escalated_twice(range(4))
     )
     assert errors[len(errors) // 2] > 0.02
+
+
+def test_each_figure_declares_what_it_is_and_its_unit() -> None:
+    # The decisions table labels an action's numbers from these: a price per unit in the
+    # scenario's currency, a quantity in the requirement's item unit, an amount, a share.
+    assert FIGURES == ("price", "quantity", "amount", "split")
+    assert [FIELD_SPECS[f].label for f in FIGURES] == ["Price / unit", "Qty", "Amount", "Split"]
+    assert field_unit("price", "EUR", "box") == "EUR / box"
+    assert field_unit("quantity", "EUR", "box") == "box"
+    assert field_unit("amount", "EUR", "box") == "EUR"
+    assert field_unit("split", "EUR", "box") == "%"
+    assert field_unit("price", "USD") == "USD / unit"  # a requirement not known

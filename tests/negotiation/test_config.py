@@ -4,7 +4,13 @@ import pytest
 from pydantic import BaseModel
 
 from negotiation import ScenarioConfig, ScenarioValidationError, list_presets, load_scenario
-from negotiation.config import HIDDEN_VALUE, scrub_hidden_settings, validate_config
+from negotiation.config import (
+    HIDDEN_VALUE,
+    parameter_docs,
+    scenario_currency,
+    scrub_hidden_settings,
+    validate_config,
+)
 from negotiation.world.catalogue import get_catalogue
 
 
@@ -155,3 +161,20 @@ def test_stored_configs_without_the_approval_thresholds_keep_working():
     assert (cfg.escalation_approver_role, cfg.escalation_approval_above) == ("ops", 0.0)
     units = ScenarioConfig.model_fields["escalation_approval_above"].description
     assert "scenario's money" in units and "standing counter x the quantity" in units
+
+
+def test_a_scenario_declares_its_currency_once_and_money_parameters_read_in_it():
+    # Before: no currency anywhere on the pages; thresholds read as bare numbers.
+    assert ScenarioConfig().currency == "USD"  # the shipped catalogue's prices
+    assert load_scenario("easy_negotiation", currency="EUR").currency == "EUR"
+    with pytest.raises(ScenarioValidationError):
+        load_scenario("easy_negotiation", currency="euro")
+    stored = load_scenario("easy_negotiation").model_dump(mode="json")
+    del stored["currency"]  # a config stored before the field
+    assert scenario_currency(stored) == "USD" and load_scenario(stored).currency == "USD"
+    assert scenario_currency({"currency": "CHF"}) == "CHF"
+    docs = {d.name: d for d in parameter_docs()}
+    assert docs["pr_threshold"].show(50_000.0, "EUR") == "50,000 EUR"
+    assert docs["escalation_approval_above"].show(0.0) == "0 USD"
+    assert docs["weeks"].show(6, "EUR") == "6 weeks"  # not money
+    assert docs["currency"].show("EUR") == "EUR"

@@ -7,6 +7,7 @@
   const page = JSON.parse(document.getElementById("episode-page").textContent);
   const episode = page.episode;
   const f = window.arenaFormat;
+  const meaning = window.arenaMeaning(page.units, page.glossary); // units, currency, glossary
   const $ = (id) => document.getElementById(id);
   const decisions = new Map(); // step -> decision
   let lastStep = -1, follow = true, selected = -1, chartQueued = false;
@@ -22,15 +23,14 @@
   function describe(d) {
     const a = typeof d.action === "object" && d.action ? d.action : { action_type: String(d.action) };
     const who = [a.supplier_id, a.requirement_id].filter(Boolean).join(" · ");
-    const offer = a.price ?? a.amount ?? a.quantity ?? null;
     let response = "", message = d.message || "";
     if (!d.valid && d.error) response = `${d.error.code}: ${d.error.message}`;
     else if (d.response) {
-      response = `${d.response.response}${d.response.price != null ? " at " + f.money(d.response.price) : ""}`;
+      response = `${d.response.response}${d.response.price != null ? " at " + meaning.price(d.response.price, a.requirement_id) : ""}`;
       message = d.response.message || message;
     } else if (d.events && d.events.length) response = d.events[0].text;
     if (a.approval) response = `${a.approval.decision.replace("_", " ")} by ${a.approval.by}` + (response ? `; ${response}` : "");
-    return { type: a.action_type || "?", who, offer, response, message };
+    return { type: a.action_type || "?", who, response, message };
   }
 
   // Who played the row, when not the plain policy: the model (buyer or supplier), a
@@ -79,8 +79,8 @@
     tr.dataset.step = d.step;
     if (!d.valid) tr.className = "invalid";
     cell(tr, d.step, "num"); cell(tr, d.week, "num"); markCell(cell(tr, info.type), marks(d));
-    cell(tr, info.who); cell(tr, info.offer == null ? "" : f.money(info.offer), "num"); cell(tr, info.response);
-    const msg = cell(tr, "", "hide-narrow");
+    cell(tr, info.who); meaning.figureCell(cell(tr, "", "figures"), d.action); cell(tr, info.response);
+    const msg = cell(tr, "", "message-cell");
     if (d.message && d.message !== info.message) { // the buyer's own words, above the answer
       const own = document.createElement("div"); own.className = "message timeline-own"; own.textContent = `Buyer: ${d.message}`; msg.appendChild(own);
     }
@@ -93,7 +93,8 @@
       t.textContent = "tells: " + top.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ");
       msg.appendChild(t);
     }
-    cell(tr, f.score(d.reward), "num");
+    cell(tr, f.score(d.reward), "num reward");
+    meaning.labelCells(tr, $("timeline"));
     // Keep step order when a hole is filled: the first row of a later step, by bisection.
     const rows = tbody.rows;
     let lo = 0, hi = rows.length;
@@ -155,9 +156,9 @@
 
   function showBudget(committed, remaining) {
     const total = committed + remaining;
-    $("budget-total").textContent = f.money(total);
-    $("budget-committed").textContent = f.money(committed);
-    $("budget-remaining").textContent = f.money(remaining);
+    $("budget-total").textContent = meaning.money(total);
+    $("budget-committed").textContent = meaning.money(committed);
+    $("budget-remaining").textContent = meaning.money(remaining);
     $("budget-bar").style.width = total > 0 ? `${Math.min(100, (100 * committed) / total)}%` : "0";
   }
 
@@ -263,7 +264,7 @@
     fill("threads", state.threads.map((t) => {
       const last = t.rounds.length ? t.rounds[t.rounds.length - 1] : null;
       return [[t.supplier_id], [t.requirement_id], [t.status], [t.rounds.length, "num"], [last ? f.money(last.buyer_offer) : "", "num"],
-        [f.money(t.standing_counter), "num"], [f.money(t.agreed_price), "num"], [t.valid_until_week ?? t.counter_valid_until_week ?? "", "num"]];
+        [f.money(t.standing_counter), "num"], [f.money(meaning.agreedPrice(t, state.contracts)), "num"], [t.valid_until_week ?? t.counter_valid_until_week ?? "", "num"]];
     }));
   }
 
@@ -318,9 +319,9 @@
       dl.className = "facts";
       const dt = document.createElement("dt"), dd = document.createElement("dd");
       const v = metrics[k];
-      dt.textContent = k.replaceAll("_", " ");
+      dt.appendChild(meaning.metricTerm(k));
       // null: a deal metric of an episode without a deal (shown_metrics), no value.
-      dd.textContent = v == null ? "–" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : v;
+      dd.textContent = meaning.metricValue(k, v);
       dl.append(dt, dd);
       return dl;
     }));
@@ -358,13 +359,13 @@
     clearInterval(countdown);
     if (waiting) {
       const until = new Date(waiting.deadline).toLocaleString([], WHEN);
-      const stake = waiting.stake != null ? `, ${f.money(waiting.stake)} at stake` : "";
+      const stake = waiting.stake != null ? `, ${meaning.money(waiting.stake)} at stake` : "";
       const refusal = waiting.standing_refusal;
       const then = refusal
         ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString([], { timeZoneName: "short" })}: only someone else may approve it now; without an answer in time, the refusal stands.`
         : "Without an answer in time, the scenario's rule decides.";
       $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}`;
-      $("approval-subject").textContent = waiting.subject || (waiting.stake != null ? f.money(waiting.stake) : "–");
+      $("approval-subject").textContent = waiting.subject || (waiting.stake != null ? meaning.money(waiting.stake) : "–");
       $("approval-rationale").textContent = waiting.rationale || "The buyer gave no reason.";
       $("approval-if-approved").textContent = waiting.supplier_id
         ? `management calls ${waiting.supplier_id}: its standing counter on ${waiting.requirement_id} moves toward its floor, and the buyer may award at the new price.`

@@ -13,8 +13,10 @@
 "use strict";
 (function () {
   const spec = JSON.parse(document.getElementById("action-spec").textContent);
-  const episodeId = JSON.parse(document.getElementById("episode-page").textContent).episode.id;
+  const pageData = JSON.parse(document.getElementById("episode-page").textContent);
+  const episodeId = pageData.episode.id;
   const f = window.arenaFormat;
+  const money = window.arenaMeaning(pageData.units).money; // sums in the scenario's currency
   const form = document.getElementById("seat");
   const select = document.getElementById("seat-action");
   const fields = document.getElementById("seat-fields");
@@ -106,7 +108,7 @@
         // The most an award's quantity or a PR's amount may be now (a price's bound is
         // only the engine's absurd-price guard: the facts show the ceiling instead).
         const range = (options(field.name) || []).map((o) => o.fields[field.name]).find((x) => x && x.high != null);
-        input.placeholder = range ? `up to ${f.money(range.high)}` : "";
+        input.placeholder = range ? `up to ${field.name === "amount" ? money(range.high) : f.money(range.high)}` : "";
       }
     }
     showFacts();
@@ -120,7 +122,7 @@
 
   function showFacts() {
     if (!state) return;
-    left.textContent = `Week ${state.week} (the last is ${state.weeks - 1}) · actions left this week: ${state.actions_left_this_week} of ${state.actions_per_week} (the week closes after the last, or on defer) · budget left ${f.money(state.budget.remaining)}`;
+    left.textContent = `Week ${state.week} (the last is ${state.weeks - 1}) · actions left this week: ${state.actions_left_this_week} of ${state.actions_per_week} (the week closes after the last, or on defer) · budget left ${money(state.budget.remaining)}`;
     const valid = state.valid_actions ? state.valid_actions.filter((o) => o.action_type === select.value) : null;
     hint.hidden = !valid || valid.length > 0;
     hint.textContent = `The engine admits no ${select.value.replace("_", " ")} now.`;
@@ -129,18 +131,18 @@
     if (req) {
       const unit = req.unit || "unit";
       rows.push(line("Requirement", `${req.id} ${req.name} (${req.category}): ${req.quantity_needed} of ${req.quantity} ${unit} still needed by week ${req.deadline_week}${req.critical ? ", critical" : ""}`));
-      rows.push(line("Reference price", `${f.money(req.reference_unit_price)} per ${unit}`));
-      rows.push(line("Ceiling", `${f.money(req.ceiling_unit_price)} per ${unit} (the most the budget allows per unit)`));
+      rows.push(line("Reference price", `${money(req.reference_unit_price)} per ${unit}`));
+      rows.push(line("Ceiling", `${money(req.ceiling_unit_price)} per ${unit} (the most the budget allows per unit)`));
       const prs = state.purchase_requisitions.filter((p) => p.requirement_id === req.id);
-      const threshold = state.rules && state.rules.pr_threshold != null ? `; spend above ${f.money(state.rules.pr_threshold)} needs approved PRs` : "";
-      const listed = prs.map((p) => `${p.id} ${f.money(p.amount)} ${p.status}${p.status === "pending" ? ` until week ${p.matures_week}` : ""}`).join(", ");
+      const threshold = state.rules && state.rules.pr_threshold != null ? `; spend above ${money(state.rules.pr_threshold)} needs approved PRs` : "";
+      const listed = prs.map((p) => `${p.id} ${money(p.amount)} ${p.status}${p.status === "pending" ? ` until week ${p.matures_week}` : ""}`).join(", ");
       rows.push(line("Purchase req.", (listed || "none") + threshold));
     }
     for (const name of ["supplier_id", "hedge_supplier_id"]) {
       const sup = state.suppliers.find((s) => s.id === value(name));
       if (!sup) continue;
       const unit = req ? ` per ${req.unit || "unit"}` : "";
-      const list = req && sup.list_prices[req.id] != null ? `${f.money(sup.list_prices[req.id])}${unit}` : Object.entries(sup.list_prices).map(([k, v]) => `${k} ${f.money(v)}`).join(", ") || "–";
+      const list = req && sup.list_prices[req.id] != null ? `${money(sup.list_prices[req.id])}${unit}` : Object.entries(sup.list_prices).map(([k, v]) => `${k} ${money(v)}`).join(", ") || "–";
       const capacity = req && sup.capacity[req.category] != null ? `${sup.capacity[req.category]} ${req.unit || "units"}` : Object.entries(sup.capacity).map(([k, v]) => `${k} ${v}`).join(", ");
       rows.push(line(name === "supplier_id" ? "Supplier" : "Hedge supplier", `${sup.id} ${sup.name}: lead ${sup.lead_time_weeks} wk, reliability ${sup.rated_reliability}`));
       rows.push(line("List price", list));
@@ -150,9 +152,9 @@
       if (thread) {
         const last = thread.rounds.length ? thread.rounds[thread.rounds.length - 1] : null;
         const parts = [`${thread.status}, ${thread.rounds.length} round(s)`];
-        if (last && last.buyer_offer != null) parts.push(`your last offer ${f.money(last.buyer_offer)}`);
-        if (thread.standing_counter != null) parts.push(`their counter ${f.money(thread.standing_counter)} until week ${thread.counter_valid_until_week}`);
-        if (thread.agreed_price != null) parts.push(`agreed ${f.money(thread.agreed_price)} until week ${thread.valid_until_week}`);
+        if (last && last.buyer_offer != null) parts.push(`your last offer ${money(last.buyer_offer)}`);
+        if (thread.standing_counter != null) parts.push(`their counter ${money(thread.standing_counter)} until week ${thread.counter_valid_until_week}`);
+        if (thread.agreed_price != null) parts.push(`agreed ${money(thread.agreed_price)} until week ${thread.valid_until_week}`);
         rows.push(line("Thread", parts.join(", ")));
       }
     }
