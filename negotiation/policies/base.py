@@ -28,6 +28,12 @@ class DecisionMeta:
 
 
 POLICY_DECISION = DecisionMeta()
+REASON_CHARS = 160  # a rule policy's reason: a few words, one line on the episode page
+
+
+def clip(text: str, n: int = REASON_CHARS) -> str:
+    """``text`` within n characters (a reason that lists ids may run long)."""
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 class Policy(ABC):
@@ -37,7 +43,8 @@ class Policy(ABC):
     name = "base"
     # The parameters this policy accepts (validated by get_policy before __init__).
     Params: ClassVar[type[PolicyParams]] = PolicyParams
-    # Set by policies whose decisions need more than "policy" on the record (LLM ones).
+    # Who decided the last action and why: rule policies set it through decide() with
+    # their reason, the LLM buyer with its words and failure flags.
     last_decision: DecisionMeta | None = None
 
     def __init__(self, seed: int = 0, **params: Any) -> None:
@@ -51,6 +58,13 @@ class Policy(ABC):
 
     @abstractmethod
     def act(self, obs: Observation) -> dict[str, Any]: ...
+
+    def decide(self, action: dict[str, Any], why: str) -> dict[str, Any]:
+        """``action``, with the reason for it kept for the step record (the rationale an
+        analyst reads): a few words from the numbers the policy used. Rule policies call
+        it on every decision; it never changes what they play."""
+        self.last_decision = DecisionMeta("policy", None, why)
+        return action
 
 
 def open_requirements(obs: Observation) -> list:
