@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...observation import Observation
 from ...world.records import LIVE_PR, pr_room
-from ..base import has_pr, ledger, pr_headroom, pr_missing
+from ..base import Why, has_pr, ledger, pr_headroom, pr_missing
 
 if TYPE_CHECKING:
     from .planning import Plan
 
 DEFER: dict[str, Any] = {"action_type": "defer"}
-Move = tuple[dict[str, Any], str]  # an action and why
+Move = tuple[dict[str, Any], Why]  # an action and why
 
 
 def negotiate(sid: str, rid: str, price: float) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def raise_prs(obs: Observation, reqs) -> Move | None:
             continue
         amount = _pr_amount(obs, r)
         if amount > 0.0 and live + amount >= 0.8 * est and pending_count(obs, r.id) < 2:
-            why = f"PR ahead for {r.id}: up to {est:.2f} at the ceiling, over the {thr:.2f} "
+            why = f"PR {amount:.2f} ahead for {r.id}: up to {est:.2f} at the ceiling > {thr:.2f} "
             why += f"threshold; PR cover {max(0.0, live):.2f} < 80 %"
             return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}, why
     return None
@@ -132,7 +132,8 @@ def close(obs: Observation, p: Plan, others: float) -> Move | None:
             return None
         why = f"award {covered} of {qty} x {p.ap:.2f} from {s.id}: approved PRs cover no more"
         return award(s.id, r.id, covered), why
-    return award(s.id, r.id, qty), f"award {qty} x {p.ap:.2f} from {s.id} for {r.id}"
+    ap = p.ap
+    return award(s.id, r.id, qty), lambda: f"award {qty} x {ap:.2f} from {s.id} for {r.id}"
 
 
 def _hedge(obs: Observation, p: Plan, qty: int, cost: float) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...observation import Observation
 from ...suppliers.concession import STALL_MOVE, TFT_STEP_CAP
-from ..base import Policy
+from ..base import Policy, Why, text
 from . import acting
 from .beliefs import (
     CLAIM_MARGIN,
@@ -101,6 +101,11 @@ def _rate(th) -> float:
 def _capped(why: str, price: float, cap: float) -> str:
     """``why``, noting when the ceiling or the budget cut the offer to ``cap``."""
     return why if price <= cap else f"{why}; cut to {cap:.2f} (ceiling, budget)"
+
+
+def _then(why: Why, more: str) -> Why:
+    """``why`` and then ``more`` (written when read)."""
+    return lambda: f"{text(why)}{more}"
 
 
 def posterior_inputs(obs: Observation, s, r, th) -> tuple[History, float, Floors] | None:
@@ -187,24 +192,33 @@ class ExpertPolicy(Policy):
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
             price = self.opening(obs, s, r)
-            why = f"open at {min(cap, price):.2f}: {self.opening_reason(obs, s, r)}"
-            return acting.negotiate(s.id, r.id, min(cap, price)), _capped(why, price, cap)
-        step = f"offer {th.offers + 1} of {T}, counter {th.counter_price:.2f}"
+            opened = min(cap, price)
+            return acting.negotiate(s.id, r.id, opened), lambda: _capped(
+                f"open at {opened:.2f}: {self.opening_reason(obs, s, r)}", price, cap
+            )
+
+        def step() -> str:
+            return f"offer {th.offers + 1} of {T}, counter {th.counter_price:.2f}"
+
         if T - AHEAD - 1 <= th.offers <= T - 2:
             price, why = self.ahead_offer(obs, s, r, th)
             move = acting.negotiate(s.id, r.id, min(cap, price))
-            return move, _capped(f"{step}: {why}", price, cap)
+            return move, lambda: _capped(f"{step()}: {text(why)}", price, cap)
         if th.offers < T - 1:
             rate = _rate(th)
             price = self.next_offer(th, rate)
-            kind = "probe raise" if rate == PROBE_RAISE else "creep"
-            why = f"{step}: {kind} {rate:.1%} to {price:.2f}; "
-            why += f"{self.offer_bound(th, rate, price)}, its ask falls with time"
-            return acting.negotiate(s.id, r.id, min(cap, price)), _capped(why, price, cap)
+
+            def creep() -> str:
+                kind = "probe raise" if rate == PROBE_RAISE else "creep"
+                why = f"{step()}: {kind} {rate:.1%} to {price:.2f}; "
+                why += f"{self.offer_bound(th, rate, price)}, its ask falls with time"
+                return _capped(why, price, cap)
+
+            return acting.negotiate(s.id, r.id, min(cap, price)), creep
         if th.offers == T - 1:
             price, why = self.last_offer(obs, s, r, th)
             move = acting.negotiate(s.id, r.id, min(cap, price))
-            return move, _capped(f"{step} (its patience): {why}", price, cap)
+            return move, lambda: _capped(f"{step()} (its patience): {text(why)}", price, cap)
         closing = self._closing(obs, s, r, th)
         final = None if closing is None else closing.offer
         counter = th.counter_price
@@ -232,7 +246,7 @@ class ExpertPolicy(Policy):
         why = f"final offer {final:.2f} under counter {counter:.2f}: {source}"
         return acting.negotiate(s.id, r.id, final), why
 
-    def last_offer(self, obs: Observation, s, r, th) -> tuple[float, str]:
+    def last_offer(self, obs: Observation, s, r, th) -> tuple[float, Why]:
         """The offer at the seller's patience (offer T), where its time-dependent ask sits at
         its floor and a refused offer is still countered. With a posterior, the offer with
         the lowest expected price over its consistent sets (posterior.patience_offer): closing
@@ -259,11 +273,18 @@ class ExpertPolicy(Policy):
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
         if planned is None:
-            return halfway, f"{halfway:.2f}, midway from its last offer {last:.2f} (no posterior)"
-        why = f"{planned:.2f}, the lowest expected price of {GRID + 1} offers over the posterior"
-        return planned, why
+            return (
+                halfway,
+                lambda: f"{halfway:.2f}, midway from its last offer {last:.2f} (no posterior)",
+            )
+        return (
+            planned,
+            lambda: (
+                f"{planned:.2f}, the lowest expected price of {GRID + 1} offers over the posterior"
+            ),
+        )
 
-    def ahead_offer(self, obs: Observation, s, r, th) -> tuple[float, str]:
+    def ahead_offer(self, obs: Observation, s, r, th) -> tuple[float, Why]:
         """One of the last AHEAD offers before the seller's patience: a creep, or the raise
         of PRE_RATES with the lowest expected price over the posterior's consistent sets
         (posterior.ahead_offer); a creep without a posterior. With why, in words."""
@@ -277,9 +298,9 @@ class ExpertPolicy(Policy):
 
         planned = self._from_posterior("ahead", obs, s, r, th, plan)
         if planned is None:
-            return creep, f"creep to {creep:.2f} (no posterior yet)"
-        why = "a creep" if planned == creep else "a raise"
-        return planned, f"{planned:.2f}, {why}: the posterior's lowest expected price"
+            return creep, lambda: f"creep to {creep:.2f} (no posterior yet)"
+        kind = "a creep" if planned == creep else "a raise"
+        return planned, lambda: f"{planned:.2f}, {kind}: the posterior's lowest expected price"
 
     def _closing(self, obs: Observation, s, r, th) -> Closing | None:
         """posterior.Closing for the offer after the seller's patience: whether the model's
@@ -382,23 +403,23 @@ class ExpertPolicy(Policy):
                 if p.ap is not None:
                     move = acting.close(obs, p, reserve_total - p.reserve)
                     if move is not None:
-                        return move[0], f"{move[1]}: due now, {left} slot(s) left"
+                        return move[0], _then(move[1], f": due now, {left} slot(s) left")
             for p in due:
                 if p.ap is None:
                     action, why = self.offer(obs, p)
-                    return action, f"{why}; due now, {left} slot(s) left"
+                    return action, _then(why, f"; due now, {left} slot(s) left")
         # 1. Close: agreed deals and negotiations that are done or out of rounds.
         for p in plans:
             if p.ap is not None and (p.agreed or p.budget < 1 or p.want < 1):
                 move = acting.close(obs, p, reserve_total - p.reserve)
                 if move is not None:
                     if p.agreed:
-                        why = "agreed"
+                        why = ": agreed"
                     elif p.want < 1:
-                        why = f"counter taken after {p.k} offer(s): the plan wants no more"
+                        why = f": counter taken after {p.k} offer(s), the plan wants no more"
                     else:
-                        why = f"counter taken: no slot for more rounds by award week {p.target}"
-                    return move[0], f"{move[1]}: {why}"
+                        why = f": counter taken, no slot for more rounds by award week {p.target}"
+                    return move[0], _then(move[1], why)
         # 2. One negotiation round: the earliest award week first.
         for p in plans:
             if p.budget >= 1 and p.want >= 1 and not p.agreed:
@@ -408,30 +429,40 @@ class ExpertPolicy(Policy):
             if p.ap is not None and p.target <= week:
                 move = acting.close(obs, p, reserve_total - p.reserve)
                 if move is not None:
-                    return move[0], f"{move[1]}: award week {p.target} reached"
+                    return move[0], _then(move[1], f": award week {p.target} reached")
         p = plans[0]
         idle = f"nothing to negotiate; next award {p.r.id} from {p.s.id} in week {p.target}"
         return acting.escalate_or_defer(obs, reqs, idle)
 
     def offer(self, obs: Observation, p: Plan) -> acting.Move:
         th = p.th
+        best = 0.0
         if th is None or not th.rounds:
             price = self.opening(obs, p.s, p.r)
-            why = self.opening_reason(obs, p.s, p.r)
         elif th.counter_price is None:
             # The counter expired: go on from the best offer made, never back under it (a
             # retreat is a stall, or an insult, to the supplier).
             best = max(rd.buyer_offer or 0.0 for rd in th.rounds)
             price = max(self.opening(obs, p.s, p.r), ceil_cents(best * (1.0 + TFT_STEP_CAP)))
-            why = f"counter expired; never under its best offer {best:.2f}"
         else:
             price = self.next_offer(th, TFT_STEP_CAP)
-            why = f"counter {th.counter_price:.2f}, {self.offer_bound(th, TFT_STEP_CAP, price)}"
         top = floor_cents(p.r.ceiling_unit_price)
-        if price > top:
-            why += f", cut to the ceiling {top:.2f}"
-        price = min(price, top)
-        expect = self.planner.judge.price(obs, p.r, p.s, th, p.budget)
-        why = f"{price:.2f} to {p.s.id} on {p.r.id}: {why}; plan: {p.budget} more offer(s), "
-        why += f"expects ~{expect:.2f}, award wk {p.target}"
-        return acting.negotiate(p.s.id, p.r.id, price), why
+        budget, target = p.budget, p.target
+
+        def why() -> str:
+            if th is None or not th.rounds:
+                how = self.opening_reason(obs, p.s, p.r)
+            elif th.counter_price is None:
+                how = f"counter expired; never under its best offer {best:.2f}"
+            else:
+                bound = self.offer_bound(th, TFT_STEP_CAP, price)
+                how = f"counter {th.counter_price:.2f}, {bound}"
+            if price > top:
+                how += f", cut to the ceiling {top:.2f}"
+            expect = self.planner.judge.price(obs, p.r, p.s, th, budget)
+            return (
+                f"{min(price, top):.2f} to {p.s.id} on {p.r.id}: {how}; plan: {budget} more "
+                f"offer(s), expects ~{expect:.2f}, award wk {target}"
+            )
+
+        return acting.negotiate(p.s.id, p.r.id, min(price, top)), why
