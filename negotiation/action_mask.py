@@ -153,6 +153,16 @@ class Option:
                 return False
         return all(name in action for name, a in allowed.items() if a.required)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for a form: each field's allowed ``values``, or its numeric range."""
+        fields = {}
+        for name, a in self.fields:
+            if a.values:
+                fields[name] = {"values": list(a.values), "required": a.required}
+            else:
+                fields[name] = {"low": a.low, "high": a.high, "integer": a.integer}
+        return {"action_type": self.action_type, "fields": fields, "note": self.note}
+
     def text(self) -> str:
         parts = []
         for name, a in self.fields:
@@ -180,6 +190,9 @@ class ActionMask:
 
     def admits(self, action: Any) -> bool:
         return isinstance(action, dict) and any(o.admits(action) for o in self.options)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [o.to_dict() for o in self.options]
 
     def lines(self) -> list[str]:
         return [f"- {o.text()}" for o in self.options]

@@ -22,6 +22,8 @@ Queue = Literal["cpu", "gpu", "human"]
 CPU_QUEUE: Queue = "cpu"
 GPU_QUEUE: Queue = "gpu"  # LLM work, buyer or suppliers
 HUMAN_QUEUE: Queue = "human"  # no worker consumes it: the seat is played through the API
+# The key of a policy snapshot that records an idle seat's takeover by its fallback.
+HANDED_OVER = "handed_over"
 # What a page calls each queue's line of waiting runs ("2nd in the model lane").
 LANE_NAMES: dict[str, str] = {CPU_QUEUE: "rule", GPU_QUEUE: "model", HUMAN_QUEUE: "human"}
 

@@ -3,10 +3,32 @@
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 
-from procurement.views import episodes, evaluations, health, pages, scenarios, sweeps
+from procurement.views import (
+    episode_compare,
+    episode_export,
+    episode_list,
+    episodes,
+    evaluations,
+    health,
+    pages,
+    scenarios,
+    sweeps,
+)
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
+    path("episodes/", episode_list.episode_index, name="episode-list-page"),
+    path("episodes/compare/", episode_compare.episode_compare, name="episode-compare"),
+    path(
+        "episodes/<int:episode_id>/transcript.csv",
+        episode_export.transcript_csv,
+        name="episode-transcript-csv",
+    ),
+    path(
+        "episodes/<int:episode_id>/print/",
+        episode_export.transcript_print,
+        name="episode-transcript-print",
+    ),
     path("episodes/new/", episodes.episode_new, name="episode-start"),
     path("episodes/<int:episode_id>/", episodes.episode_detail, name="episode-page"),
     path("sweeps/new/", sweeps.sweep_new, name="sweep-start"),

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 if TYPE_CHECKING:
     from negotiation import ProcurementEnv
+    from negotiation.env import StepResult
     from negotiation.suppliers.cast import ModelBackend
+    from negotiation.suppliers.recorded import RecordedReplies
     from procurement.models import Episode
 
 # What the default key is derived from SECRET_KEY for (an HMAC label: the derived key
@@ -58,3 +60,28 @@ def episode_env(episode: Episode, *, llm_backend: ModelBackend | None = None) ->
     )
     env.reset(seed=episode.seed)
     return env
+
+
+# What a replay reads of each stored decision, in this order (``replay_step``'s record).
+REPLAY_FIELDS = ("action", "response", "supplier_actor")
+
+
+def replay_env(episode: Episode) -> tuple[ProcurementEnv, RecordedReplies | None]:
+    """A fresh engine to replay ``episode``'s record on, and, when language models played
+    its suppliers, the recorded replies that answer for them (no model runs: a replay is
+    engine time whoever played; negotiation/suppliers/recorded.py)."""
+    from negotiation.suppliers.recorded import RecordedReplies
+
+    replies = RecordedReplies() if episode.run_plan.suppliers_use_llm else None
+    return episode_env(episode, llm_backend=replies), replies
+
+
+def replay_step(
+    env: ProcurementEnv, replies: RecordedReplies | None, record: tuple[Any, Any, Any]
+) -> StepResult:
+    """Play one stored decision again: ``record`` holds its ``REPLAY_FIELDS``; an LLM
+    supplier answers what the record says it answered."""
+    action, response, supplier_actor = record
+    if replies is not None:
+        replies.expect(response=response, supplier_actor=supplier_actor)
+    return env.step(action)

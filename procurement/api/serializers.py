@@ -281,6 +281,10 @@ class ApprovalSerializer(serializers.Serializer):
         help_text="Money at stake, in the scenario's units: the PR's amount, or the standing "
         "counter x the quantity still needed; null when the engine would refuse the action.",
     )
+    subject = serializers.CharField(
+        help_text="What the approver decides on, in words: the PR, or the thread and counter."
+    )
+    requested_at = serializers.DateTimeField(allow_null=True)
     deadline = serializers.DateTimeField()
     decided_by = serializers.CharField(allow_null=True, help_text="The person; null: automatic.")
     decided_at = serializers.DateTimeField(allow_null=True)

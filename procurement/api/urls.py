@@ -3,7 +3,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from procurement.api import evaluations, views
+from procurement.api import evaluations, notifications, views
 
 router = DefaultRouter()
 router.register("scenarios", views.ScenarioViewSet, basename="scenario")
@@ -13,6 +13,7 @@ router.register("episodes", views.EpisodeViewSet, basename="episode")
 router.register("sweeps", views.SweepViewSet, basename="sweep")
 router.register("evaluations", evaluations.EvaluationViewSet, basename="evaluation")
 router.register("datasets", views.DatasetViewSet, basename="dataset")
+router.register("notifications", notifications.NotificationViewSet, basename="notification")
 
 # The API authenticates itself (401/403 as JSON), so the login-redirect middleware skips it.
 api_patterns = [*router.urls, path("schema/", SpectacularAPIView.as_view(), name="schema")]

@@ -6,7 +6,6 @@ import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
 
-import django_filters
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -25,15 +24,11 @@ from negotiation import list_presets, load_scenario
 from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
 from procurement.errors import NotFound
-from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario, Sweep
+from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload, episode_approvals
-from procurement.selectors.episodes import (
-    episode_decisions,
-    episode_list,
-    episodes_on_seed,
-    public_state_at,
-)
+from procurement.selectors.episode_filters import EpisodeFilter
+from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
 from procurement.selectors.sweeps import sweep_summary
 from procurement.services import approvals, human_seat
 from procurement.services import datasets as dataset_services
@@ -45,6 +40,8 @@ from procurement.services.exports import write_sweep_csv, write_sweep_json
 
 EXPORTS = {"csv": (write_sweep_csv, "text/csv"), "json": (write_sweep_json, "application/json")}
 ID_REGEX = r"[0-9]{1,18}"  # non-numeric or absurd ids are a 404, never a database error
+STEP_REGEX = r"-1|[0-9]{1,9}"  # a step query parameter; absurd ones are a 400
+STEP_HELP = "A whole number from -1 (before the first decision)."
 
 
 class DecisionPagination(PageNumberPagination):
@@ -144,28 +141,6 @@ class PolicyConfigViewSet(viewsets.ModelViewSet):
         policy_services.policy_delete(policy_config=instance)
 
 
-MAX_BIGINT = 2**63 - 1  # out-of-range numbers are a 400, not a database error
-
-
-class EpisodeFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
-    scenario = django_filters.CharFilter(field_name="scenario_name")
-    policy = django_filters.CharFilter(field_name="policy_name")
-    sweep = django_filters.NumberFilter(
-        field_name="sweep_id", min_value=0, max_value=MAX_BIGINT, decimal_places=0
-    )
-    seed = django_filters.NumberFilter(
-        method="filter_seed", min_value=0, max_value=MAX_BIGINT, decimal_places=0
-    )
-
-    class Meta:
-        model = Episode
-        fields = ["status", "scenario", "policy", "sweep", "seed"]
-
-    def filter_seed(self, queryset, name, value):
-        return episodes_on_seed(queryset, int(value))
-
-
 class EpisodeViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -195,12 +170,25 @@ class EpisodeViewSet(
         episode = episode_services.episode_create(user=request.user, **params.validated_data)
         return Response(s.EpisodeSerializer(episode).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=s.DecisionSerializer(many=True))
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "after_step",
+                int,
+                description="Only the decisions after this step (-1, the default: all). "
+                "A live page fills a hole in its timeline with it.",
+            )
+        ],
+        responses=s.DecisionSerializer(many=True),
+    )
     @action(detail=True, methods=["get"], pagination_class=DecisionPagination)
     def decisions(self, request, pk=None):
         """The episode's decisions in step order, paginated."""
         episode = self.get_object()
-        page = self.paginate_queryset(episode_decisions(episode))
+        after = request.query_params.get("after_step", "-1")
+        if not re.fullmatch(STEP_REGEX, after):
+            raise ValidationError({"after_step": [STEP_HELP]})
+        page = self.paginate_queryset(episode_decisions(episode, after_step=int(after)))
         return self.get_paginated_response(s.DecisionSerializer(page, many=True).data)
 
     @extend_schema(
@@ -212,7 +200,6 @@ class EpisodeViewSet(
         responses={
             200: OpenApiResponse(description="The public state (the buyer's observation)."),
             400: OpenApiResponse(description="No such step."),
-            409: OpenApiResponse(description="Not derivable (LLM suppliers)."),
         },
     )
     @action(detail=True, methods=["get"])
@@ -221,8 +208,8 @@ class EpisodeViewSet(
         budget as the buyer saw them, for the replay boards."""
         episode = self.get_object()
         step = request.query_params.get("step", "")
-        if not re.fullmatch(r"-1|[0-9]{1,9}", step):
-            raise ValidationError({"step": ["A whole number from -1 (before the first decision)."]})
+        if not re.fullmatch(STEP_REGEX, step):
+            raise ValidationError({"step": [STEP_HELP]})
         return Response(public_state_at(episode, int(step)))
 
     @extend_schema(

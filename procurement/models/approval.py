@@ -12,6 +12,9 @@ class ApprovalStatus(models.TextChoices):
     WITHDRAWN = "withdrawn"  # the run ended or moved on before an answer
 
 
+SUBJECT_CHARS = 300
+
+
 class ApprovalRequest(models.Model):
     """A buyer's escalation and its answer (scenarios with a human approver).
 
@@ -37,6 +40,9 @@ class ApprovalRequest(models.Model):
     )
     # The money at stake (negotiation.escalation_stake); None: nothing the engine would do.
     stake = models.FloatField(null=True, blank=True)
+    # What the approver decides on, in words (negotiation.escalation_stake): the PR, or
+    # the thread and its counter; blank for requests stored before it was kept.
+    subject = models.CharField(max_length=SUBJECT_CHARS, blank=True, default="")
     # A person's earlier refusal on the same requirement that this request repeats.
     standing_refusal = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="repeats"

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from procurement.models.status import TERMINAL_STATUSES, RunStatus
+from procurement.models.status import TERMINAL_STATUSES, RunStatus, run_seconds
 from procurement.models.stored_json import StoredJSONDecoder
 from procurement.run_plan import CPU_QUEUE, RunPlan
 
@@ -115,9 +115,7 @@ class Episode(models.Model):
 
     @property
     def duration_seconds(self) -> float | None:
-        if self.started_at and self.finished_at:
-            return (self.finished_at - self.started_at).total_seconds()
-        return None
+        return run_seconds(self.started_at, self.finished_at)
 
 
 class Decision(models.Model):

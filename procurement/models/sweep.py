@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from procurement.models.status import TERMINAL_STATUSES, RunStatus
+from procurement.models.status import TERMINAL_STATUSES, RunStatus, run_seconds
 from procurement.models.stored_json import StoredJSONDecoder
 
 SweepStatus = RunStatus
@@ -48,6 +48,10 @@ class Sweep(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def duration_seconds(self) -> float | None:
+        return run_seconds(self.started_at, self.finished_at)
 
     @property
     def progress(self) -> float:

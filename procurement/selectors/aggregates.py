@@ -45,18 +45,25 @@ def episode_leaderboard(episodes) -> list[dict]:
 
 
 def sweep_score_distributions(sweep) -> list[dict[str, Any]]:
-    """Every finished cell's score, grouped by (scenario, policy): the distribution plot."""
+    """Every finished cell's score, grouped by (scenario, policy): the distribution plot.
+    ``episodes`` holds each score's episode id, in the same order (a point opens it)."""
     from procurement.models import SweepCell
 
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[tuple[float, int | None]]] = defaultdict(list)
     rows = (
         SweepCell.objects.filter(sweep=sweep, status="finished", score__isnull=False)
-        .values_list("scenario__name", "policy__name", "score")
+        .order_by("seed")
+        .values_list("scenario__name", "policy__name", "score", "episode_id")
         .iterator(chunk_size=5000)
     )
-    for scenario, policy, score in rows:
-        groups[(scenario, policy)].append(round(score, 4))
+    for scenario, policy, score, episode_id in rows:
+        groups[(scenario, policy)].append((round(score, 4), episode_id))
     return [
-        {"scenario": scenario, "policy": policy, "scores": scores}
-        for (scenario, policy), scores in sorted(groups.items())
+        {
+            "scenario": scenario,
+            "policy": policy,
+            "scores": [score for score, _ in points],
+            "episodes": [episode for _, episode in points],
+        }
+        for (scenario, policy), points in sorted(groups.items())
     ]

@@ -32,7 +32,7 @@ class ApprovalRules:
     @property
     def approvers(self) -> str:
         """The roles that may answer, in words: "ops or admins"."""
-        plural = [f"{r}s" for r in ROLES[ROLES.index(self.role) :]]
+        plural = [r if r.endswith("s") else f"{r}s" for r in ROLES[ROLES.index(self.role) :]]
         return plural[0] if len(plural) == 1 else ", ".join(plural[:-1]) + " or " + plural[-1]
 
 
@@ -125,6 +125,8 @@ def approval_payload(request: ApprovalRequest) -> dict[str, Any]:
         "supplier_id": action.get("supplier_id"),
         "rationale": action.get("rationale"),
         "stake": request.stake,
+        "subject": request.subject,
+        "requested_at": request.requested_at.isoformat() if request.requested_at else None,
         "deadline": request.deadline.isoformat(),
         "decided_by": request.decided_by.get_username() if request.decided_by else None,
         "decided_at": request.decided_at.isoformat() if request.decided_at else None,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from negotiation.action_mask import valid_actions
 from negotiation.llm.models import model_label
 from negotiation.llm.shared import LLMSpec
 from procurement.errors import Conflict
@@ -87,8 +88,10 @@ def episode_list() -> QuerySet[Episode]:
     return Episode.objects.defer("scenario_snapshot", "policy_snapshot")
 
 
-def episode_decisions(episode: Episode) -> QuerySet[Decision]:
-    return episode.decisions.order_by("step")
+def episode_decisions(episode: Episode, *, after_step: int = -1) -> QuerySet[Decision]:
+    """Its decisions in step order, those after ``after_step`` only (-1: all)."""
+    decisions = episode.decisions.order_by("step")
+    return decisions if after_step < 0 else decisions.filter(step__gt=after_step)
 
 
 def finished_episode_list(
@@ -156,11 +159,15 @@ def public_state_at(episode: Episode, step: int) -> dict[str, Any]:
     """What the buyer saw after decision ``step`` (-1: before the first), for the replay
     boards: the same state ``replayed_observations`` gives, resumed from this process's
     nearest replay checkpoint (replay_checkpoints.py), so a request replays a bounded
-    number of actions once the episode has been replayed that far."""
+    number of actions once the episode has been replayed that far. Language-model
+    suppliers answer from the record, during the run and after (no model runs)."""
     if not -1 <= step < episode.steps:
         message = f"step must be between -1 and {episode.steps - 1}; got {step}."
         raise ValidationError({"step": [message]})
-    _refuse_llm_suppliers(episode)
-    state = observation_after(episode, step).to_dict()
+    observation = observation_after(episode, step)
+    state = observation.to_dict()
     state["after_step"] = step
+    if episode.run_plan.human_seat and step == episode.steps - 1:
+        # The seat's form offers only what the engine admits now (1-100 ms: latest only).
+        state["valid_actions"] = valid_actions(observation).to_list()
     return state

@@ -9,7 +9,7 @@ from procurement import dispatch
 from procurement.errors import NotFound
 from procurement.models import Decision, Episode, EpisodeStatus, Sweep
 from procurement.run_phases import LOADING_MODEL, THINKING, phase_of
-from procurement.run_plan import LANE_NAMES
+from procurement.run_plan import HANDED_OVER, LANE_NAMES
 from procurement.selectors.approvals import (
     approval_payload,
     episode_approvals,
@@ -80,7 +80,16 @@ def episode_payload(episode: Episode) -> dict[str, Any]:
         "score": episode.score,
         "sweep": episode.sweep_id,
         "waiting": episode_waiting(episode),
+        "handed_over": seat_handed_over(episode),
     }
+
+
+def seat_handed_over(episode: Episode) -> dict[str, Any] | None:
+    """When an idle human seat passed to its fallback: {to, at, idle_seconds, step}, or
+    None. Listings that defer the snapshot get None rather than a query per row."""
+    if "policy_snapshot" in episode.get_deferred_fields():
+        return None
+    return episode.policy_snapshot.get(HANDED_OVER)
 
 
 def sweep_payload(sweep: Sweep) -> dict[str, Any]:

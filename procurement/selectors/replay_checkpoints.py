@@ -10,8 +10,9 @@ world key it was drawn under (procurement/worlds.py): a sealed episode resumes o
 checkpoints of its own sealed world, and a changed server key is another world.
 
 Only rule-only engines are checkpointed: a field persona's negmas sessions are keyed by
-object identity, so a copied engine would not go on as the original (those episodes
-replay from step 0, as before). LLM suppliers never reach a replay (StateUnavailable).
+object identity, so a copied engine would not go on as the original, and language-model
+suppliers answer from the episode's record (worlds.replay_env), which a copy would not
+carry. Those episodes replay from step 0, engine time only: no model runs.
 
 Per process, least recently used first out, bounded by the checkpoints' total bytes.
 """
@@ -25,7 +26,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from procurement.models import Decision
-from procurement.worlds import episode_env, episode_world_key
+from procurement.worlds import REPLAY_FIELDS, episode_world_key, replay_env, replay_step
 
 if TYPE_CHECKING:
     from negotiation import Observation, ProcurementEnv
@@ -103,20 +104,21 @@ def observation_after(episode: Episode, step: int) -> Observation:
     key = _checkpoint_key(episode)
     start = -1
     env: Any = None
+    replies = None
     found = STORE.nearest(key, step)
-    if found is not None:
+    if found is not None:  # only rule-only engines are kept: no recorded replies
         start, blob = found
         env = pickle.loads(blob)
     else:
-        env = episode_env(episode)
+        env, replies = replay_env(episode)
     keep = _checkpointable(env)
-    actions = (
+    records = (
         Decision.objects.filter(episode=episode, step__gt=start, step__lte=step)
         .order_by("step")
-        .values_list("action", flat=True)
+        .values_list(*REPLAY_FIELDS)
     )
-    for s, action in enumerate(actions.iterator(chunk_size=2000), start + 1):
-        env.step(action)
+    for s, record in enumerate(records.iterator(chunk_size=2000), start + 1):
+        replay_step(env, replies, record)
         STORE.replayed_steps += 1
         if keep and (s + 1) % CHECKPOINT_EVERY == 0:
             STORE.put(key, s, pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL))

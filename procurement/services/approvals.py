@@ -34,10 +34,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from negotiation.escalation_stake import escalation_stake
+from negotiation.escalation_stake import Stake, escalation_at_stake
 from procurement import dispatch
 from procurement.errors import Conflict, Forbidden
 from procurement.models import ApprovalRequest, ApprovalStatus, Episode, EpisodeStatus
+from procurement.models.approval import SUBJECT_CHARS
 from procurement.roles import has_role, user_role
 from procurement.selectors.approvals import (
     ApprovalRules,
@@ -86,7 +87,7 @@ class ApprovalGate:
             episode=self._episode,
             step=observation.step,
             action=action,
-            stake=escalation_stake(observation, action),
+            stake=escalation_at_stake(observation, action),
         )
         approval = {"decision": request.status, "by": answered_by(request)}
         if request.decided_at:
@@ -95,7 +96,7 @@ class ApprovalGate:
 
 
 def approval_for_step(
-    *, episode: Episode, step: int, action: dict[str, Any], stake: float | None
+    *, episode: Episode, step: int, action: dict[str, Any], stake: Stake | None
 ) -> ApprovalRequest:
     """The answer to the escalation at ``step``; raises AwaitingApproval while there is
     none (asking for one the first time, unless rules 2-3 answer at once)."""
@@ -115,14 +116,16 @@ def approval_for_step(
 
 
 def _first_answer(
-    episode: Episode, step: int, action: dict[str, Any], stake: float | None
+    episode: Episode, step: int, action: dict[str, Any], at_stake: Stake | None
 ) -> dict[str, Any]:
     """A new request's fields: pending, or answered at once by rule 2 or 3."""
     rules = ApprovalRules.of(episode)
     now = timezone.now()
+    stake = None if at_stake is None else at_stake.amount
     fields: dict[str, Any] = {
         "action": action,
         "stake": stake,
+        "subject": "" if at_stake is None else at_stake.subject[:SUBJECT_CHARS],
         "deadline": now + timedelta(seconds=rules.timeout_s),
     }
     standing = standing_refusal(

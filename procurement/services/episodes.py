@@ -20,7 +20,7 @@ from procurement.selectors.episodes import Pinned, next_free_seed
 from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import episode_quota_check
 from procurement.services.run_status import cancel_run
-from procurement.worlds import episode_env
+from procurement.worlds import REPLAY_FIELDS, replay_env, replay_step
 
 
 def episode_build(
@@ -215,19 +215,14 @@ def episode_replay(*, episode: Episode) -> ReplayReport:
     and the suppliers a model played answer from the record (their stored responses,
     ``negotiation.suppliers.recorded``), so a replay is engine time, inside the request,
     whoever played. It checks the engine and the record, not the model."""
-    from negotiation.suppliers.recorded import RecordedReplies
-
     if episode.status != EpisodeStatus.FINISHED:
         raise Conflict(f"Episode is {episode.status}; only finished ones replay.")
 
-    replies = RecordedReplies() if episode.run_plan.suppliers_use_llm else None
-    env = episode_env(episode, llm_backend=replies)
-    records = episode.decisions.order_by("step").values_list("action", "response", "supplier_actor")
+    env, replies = replay_env(episode)
+    records = episode.decisions.order_by("step").values_list(*REPLAY_FIELDS)
     steps = 0
-    for action, response, supplier_actor in records.iterator(chunk_size=2000):
-        if replies is not None:
-            replies.expect(response=response, supplier_actor=supplier_actor)
-        env.step(action)
+    for record in records.iterator(chunk_size=2000):
+        replay_step(env, replies, record)
         steps += 1
     replayed = env.score().score
     stored = episode.score

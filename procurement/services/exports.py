@@ -1,5 +1,6 @@
-"""Sweep exports: one row per cell with every metric as a column (each column once); the
-JSON names the sweep it came from."""
+"""Exports. Sweeps: one row per cell with every metric as a column (each column once); the
+JSON names the sweep it came from. An episode's transcript: one row per decision, with
+each action field under a header that names its unit."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import csv
 import json
 from typing import IO, Any
 
-from procurement.models import Sweep, SweepCell
+from negotiation.action_spec import FIELD_SPECS
+from procurement.models import Episode, Sweep, SweepCell
 from procurement.selectors.sweeps import sweep_pins
 
 BASE_COLUMNS = ["scenario", "policy", "seed", "status", "score", "episode_id"]
@@ -67,4 +69,72 @@ def write_sweep_json(sweep: Sweep, out: IO[str]) -> int:
     rows = [dict(zip([*BASE_COLUMNS, "metrics"], row, strict=True)) for row in _rows(sweep)]
     json.dump({"sweep": sweep_header(sweep), "cells": rows}, out, indent=1)
     out.write("\n")
+    return len(rows)
+
+
+# What a field of each kind counts (negotiation.action_spec.FieldSpec.kind): the header
+# says it, so a column never mixes a unit price with a quantity or a sum.
+KIND_UNITS = {"price": "money", "quantity": "units", "share": "share 0-1"}
+FIELD_UNITS = {"price": "money per unit", "amount": "money"}  # finer than the kind says
+TEXT_FIELDS = ("message", "rationale")  # their own columns: the decision's, or the action's
+ACTION_FIELDS = [f for f, spec in FIELD_SPECS.items() if f not in TEXT_FIELDS]
+
+
+def _header(field: str) -> str:
+    unit = FIELD_UNITS.get(field) or KIND_UNITS.get(FIELD_SPECS[field].kind)
+    return f"{field} ({unit})" if unit else field
+
+
+TRANSCRIPT_COLUMNS = [
+    "step",
+    "week",
+    "actor",
+    "action",
+    "valid",
+    *(_header(f) for f in ACTION_FIELDS),
+    "message",
+    "rationale",
+    "error",
+    "supplier response",
+    "supplier price (money per unit)",
+    "supplier message",
+    "reward",
+    "running score (0-1)",
+]
+
+
+def transcript_rows(episode: Episode) -> list[list[Any]]:
+    """One row per stored decision, in step order, in TRANSCRIPT_COLUMNS' order: what the
+    CSV holds and the printable page shows."""
+    rows = []
+    for d in episode.decisions.order_by("step"):
+        action = d.action if isinstance(d.action, dict) else {}
+        response = d.response or {}
+        error = d.error or {}
+        rows.append(
+            [
+                d.step,
+                d.week,
+                d.actor,
+                action.get("action_type", ""),
+                d.valid,
+                *(action.get(f, "") for f in ACTION_FIELDS),
+                d.message or action.get("message") or "",
+                d.rationale or action.get("rationale") or "",
+                error.get("message", "") if isinstance(error, dict) else str(error),
+                response.get("response", ""),
+                "" if response.get("price") is None else response["price"],
+                response.get("message", ""),
+                round(d.reward, 6),
+                round(d.running_score, 6),
+            ]
+        )
+    return rows
+
+
+def write_transcript_csv(episode: Episode, out: IO[str]) -> int:
+    rows = transcript_rows(episode)
+    writer = csv.writer(out)
+    writer.writerow(TRANSCRIPT_COLUMNS)
+    writer.writerows(rows)
     return len(rows)

@@ -29,7 +29,7 @@ from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
 from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
-from procurement.run_plan import HUMAN_QUEUE, RunPlan
+from procurement.run_plan import HANDED_OVER, HUMAN_QUEUE, RunPlan
 from procurement.services import live
 from procurement.services.episodes import (
     AttemptSuperseded,
@@ -39,6 +39,7 @@ from procurement.services.episodes import (
 from procurement.worlds import episode_env
 
 HUMAN_ACTOR = "human"
+TEXTS = ("message", "rationale")  # an action's free text, kept on its decision
 
 # Engine error codes -> the action field a person should fix (messages that name a
 # field, "Field 'price' ...", win over this table).
@@ -105,6 +106,14 @@ def _field_of(code: str, message: str) -> str | None:
     return named.group(1) if named else FIELD_OF_CODE.get(code)
 
 
+def _meta(action: Any) -> DecisionMeta:
+    """The person's own words travel on the record as a model's do, so the timeline shows
+    them beside the supplier's answer."""
+    words = action if isinstance(action, dict) else {}
+    texts = {k: words.get(k) if isinstance(words.get(k), str) else None for k in TEXTS}
+    return DecisionMeta(actor=HUMAN_ACTOR, **texts)
+
+
 def _rebuild(episode: Episode) -> ProcurementEnv:
     env = episode_env(episode)
     for action in episode.decisions.order_by("step").values_list("action", flat=True):
@@ -138,7 +147,7 @@ def seat_play(*, episode_id: int, user, step: int, action: Any) -> dict[str, Any
         env = _rebuild(episode)
         if env.done:
             raise Conflict("The episode is over.")
-        res, record = record_step(env, action, DecisionMeta(actor=HUMAN_ACTOR))
+        res, record = record_step(env, action, _meta(action))
         if not record.valid:
             error = record.error or {"code": "invalid", "message": "Invalid action."}
             raise RefusedMove(error["code"], error["message"], _field_of(**error))
@@ -177,8 +186,24 @@ def idle_seats(now=None) -> list[Episode]:
 def seat_hand_over(*, episode: Episode) -> bool:
     """Give an idle seat to the fallback policy; True when this call did it (the caller
     then sends the run task to ``episode.queue``)."""
-    fallback = (episode.policy_snapshot.get("params") or {}).get("fallback", "expert")
-    snapshot = {"name": fallback, "policy": fallback, "params": {}, "backend": "", "model": ""}
+    params = episode.policy_snapshot.get("params") or {}
+    fallback = params.get("fallback", "expert")
+    now = timezone.now()
+    # What the page tells the person (and anyone watching): who took over, when, why.
+    handed_over = {
+        "to": fallback,
+        "at": now.isoformat(),
+        "idle_seconds": params.get("idle_seconds", 600),
+        "step": episode.steps,
+    }
+    snapshot = {
+        "name": fallback,
+        "policy": fallback,
+        "params": {},
+        "backend": "",
+        "model": "",
+        HANDED_OVER: handed_over,
+    }
     queue = RunPlan.of(scenario_config=episode.scenario_snapshot, policy_snapshot=snapshot).queue
     changed = Episode.objects.filter(
         pk=episode.pk, queue=HUMAN_QUEUE, status=EpisodeStatus.RUNNING
@@ -186,7 +211,9 @@ def seat_hand_over(*, episode: Episode) -> bool:
         policy_snapshot=snapshot,
         policy_name=f"{episode.policy_name} then {fallback}",
         queue=queue,
-        heartbeat_at=timezone.now(),
+        heartbeat_at=now,
     )
     episode.refresh_from_db()
+    if changed:
+        live.publish_episode_status(episode)
     return bool(changed)

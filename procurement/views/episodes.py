@@ -11,6 +11,7 @@ from procurement.models import Episode
 from procurement.roles import ROLES, may_cancel_episode, user_role
 from procurement.selectors import live
 from procurement.selectors.catalog import action_form_spec
+from procurement.selectors.episode_compare import compare_candidates
 from procurement.selectors.episodes import episode_model_label
 from procurement.services.episodes import episode_create
 from procurement.views.access import call_service, role_required
@@ -45,7 +46,6 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
         "page": {
             "episode": live.episode_payload(episode),
             "metrics": shown_metrics(episode.metrics or {}),
-            "boards": not episode.run_plan.suppliers_use_llm,  # replayable boards
             "model": episode_model_label(episode),  # marks the rows its model played
             "error": episode.error,
             # The approval card offers its buttons only to those who may answer.
@@ -55,5 +55,6 @@ def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
         "can_cancel": may_cancel_episode(request.user, episode),
         "seat": episode.run_plan.human_seat and episode.created_by_id == request.user.pk,
         "actions": action_form_spec(),
+        "compare_with": compare_candidates(episode),  # same scenario and seed
     }
     return render(request, "procurement/episode_detail.html", context)

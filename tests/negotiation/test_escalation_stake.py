@@ -5,7 +5,7 @@ None when the engine would refuse the escalation."""
 from __future__ import annotations
 
 from negotiation import ProcurementEnv, get_policy, load_scenario
-from negotiation.escalation_stake import escalation_stake
+from negotiation.escalation_stake import escalation_at_stake, escalation_stake
 
 from .conftest import first_supplier_for, negotiate
 
@@ -59,3 +59,21 @@ def test_the_stake_is_none_exactly_when_the_engine_refuses_the_escalation() -> N
                 seen.add(stake is None)
             obs = res.observation
     assert seen == {True, False}
+
+
+def test_the_stake_names_the_pr_or_the_thread_an_approver_decides_on() -> None:
+    env = _env()
+    amount = round(env.world.req_by_id["R01"].ceiling_unit_price, 2)
+    obs = env.step({"action_type": "raise_pr", "requirement_id": "R01", "amount": amount})
+    pr = obs.observation.purchase_requisitions[0]
+    escalate = {"action_type": "escalate", "requirement_id": "R01"}
+    stake = escalation_at_stake(obs.observation, escalate)
+    assert stake.amount == amount and f"{amount:,.2f}" in stake.subject
+    assert stake.subject.startswith(f"approve {pr.id} for R01")
+    sid = first_supplier_for(env, "R02")
+    price = round(env.world.sup_by_id[sid].list_prices["R02"] * 0.8, 2)
+    after = negotiate(env, sid, "R02", price).observation
+    counter = after.thread(sid, "R02").counter_price
+    call = {"action_type": "escalate", "requirement_id": "R02", "supplier_id": sid}
+    subject = escalation_at_stake(after, call).subject
+    assert f"{sid}'s standing counter for R02" in subject and f"{counter:,.2f} per" in subject

@@ -85,6 +85,14 @@ def test_the_run_stops_at_the_escalation_and_frees_its_worker(waiting) -> None:
     assert episode.pk not in [pk for pk, _ in stalled]  # waits for a person, not a worker
 
 
+def test_the_request_says_what_is_at_stake_and_who_answers_in_plain_words(waiting) -> None:
+    starter, episode = waiting
+    body = starter.get(f"/api/episodes/{episode.pk}/approvals/").json()[0]
+    assert body["subject"].startswith("approve PR") and "for R" in body["subject"]
+    assert f"{body['stake']:,.2f}" in body["subject"] and body["requested_at"]
+    assert body["approvers"] == "ops or admins"  # was "opss or admins"
+
+
 def test_an_approved_escalation_records_who_when_and_why_and_plays_as_the_rule(
     waiting, api_client_for
 ) -> None:

@@ -60,7 +60,7 @@ def rows(seeded) -> dict[str, int]:
     evaluation = evaluation_create(policies="expert", scenarios="bilateral", seeds=2)
     return {"episodes": episode.pk, "sweeps": sweep.pk, "scenarios": scenario.pk,
             "policies": expert.pk, "presets": "easy_negotiation",
-            "evaluations": evaluation.pk, "datasets": ""}  # fmt: skip
+            "evaluations": evaluation.pk, "datasets": "", "notifications": ""}  # fmt: skip
 
 
 def _operations() -> Iterator[tuple[str, str, bool]]:

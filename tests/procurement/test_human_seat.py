@@ -309,3 +309,46 @@ def test_the_server_draws_each_seats_seed_and_refuses_a_chosen_one(
     page = analyst.post("/episodes/new/", {**SEAT, "seed": 5, "pace": "live"})
     assert page.status_code == 400 and "leave seed out" in page.content.decode()
     assert snapshot_counts() == before
+
+
+def test_the_persons_words_are_kept_on_their_decision(seat) -> None:
+    analyst, episode = seat
+    price = round(_list_price(analyst, episode) * 0.8, 2)
+    words = {"message": "Can you do better?", "rationale": "Anchor low."}
+    offer = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+    played = _act(analyst, episode, {**offer, "price": price, **words})
+    assert played.status_code == 201
+    assert {k: played.json()[k] for k in words} == words
+    stored = Decision.objects.get(episode=episode)
+    assert (stored.message, stored.rationale) == (words["message"], words["rationale"])
+
+
+def test_the_seats_state_lists_the_actions_the_engine_admits(seat) -> None:
+    analyst, episode = seat
+    state = analyst.get(f"/api/episodes/{episode.pk}/state/", {"step": -1}).json()
+    negotiate = [o for o in state["valid_actions"] if o["action_type"] == "negotiate"]
+    assert negotiate and negotiate[0]["fields"]["supplier_id"]["values"] == ["S01"]
+    assert negotiate[0]["fields"]["price"]["high"] > 0
+    assert state["actions_left_this_week"] == state["actions_per_week"]
+
+
+def test_a_takeover_is_recorded_and_announced(seat, monkeypatch) -> None:
+    _, episode = seat
+    sent = []
+    monkeypatch.setattr(human_seat.live, "publish_episode_status", sent.append)
+    Episode.objects.filter(pk=episode.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    [idle] = human_seat.idle_seats()
+    assert human_seat.seat_hand_over(episode=idle)
+    shown = live_selectors.episode_payload(idle)["handed_over"]
+    assert (shown["to"], shown["idle_seconds"], shown["step"]) == ("expert", 600, 0)
+    assert sent == [idle]
+
+
+def test_only_the_latest_state_carries_the_valid_actions(seat) -> None:
+    analyst, episode = seat
+    price = round(_list_price(analyst, episode) * 0.8, 2)
+    offer = {"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01"}
+    assert _act(analyst, episode, {**offer, "price": price}).status_code == 201
+    url = f"/api/episodes/{episode.pk}/state/"
+    assert "valid_actions" not in analyst.get(url, {"step": -1}).json()  # scrubbed back
+    assert analyst.get(url, {"step": 0}).json()["valid_actions"]

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils.html import escape
 
 from procurement.limits import LIVE_STEP_DELAY, MAX_STEP_DELAY
-from procurement.models import Episode, PolicyConfig, Scenario, Sweep
+from procurement.models import Episode, Scenario, Sweep
 from procurement.selectors.episodes import next_free_seed
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
@@ -146,18 +146,6 @@ def test_a_bad_step_is_a_400(api_client_for, preset, expert, step) -> None:
     assert response.status_code == 400 and "step" in response.json()
 
 
-def test_past_states_of_llm_supplier_episodes_are_a_409_that_says_why(api_client_for, seeded):
-    episode = episode_create(
-        scenario=Scenario.objects.get(name="llm_bilateral"),
-        policy=PolicyConfig.objects.get(name="expert"),
-        seed=1,
-        enqueue=False,
-    )
-    Episode.objects.filter(pk=episode.pk).update(steps=3)
-    response = api_client_for("analyst").get(f"/api/episodes/{episode.pk}/state/?step=0")
-    assert response.status_code == 409 and "language models" in response.json()["detail"]
-
-
 def test_analysts_cancel_only_their_own_episodes(api_client_for, preset, expert) -> None:
     mine, theirs = api_client_for("analyst"), api_client_for("analyst")
     episode = episode_create(scenario=preset, policy=expert, seed=1, user=mine.user, enqueue=False)
@@ -273,6 +261,7 @@ def test_sweep_downloads_and_scores(api_client_for, preset, expert) -> None:
             "scenario": preset.name,
             "policy": "expert",
             "scores": [round(c["score"], 4) for c in cells],
+            "episodes": [c["episode_id"] for c in cells],  # a plot's point opens its episode
         }
     ]
 

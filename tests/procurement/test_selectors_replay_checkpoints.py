@@ -104,3 +104,46 @@ def test_the_store_keeps_its_byte_bound() -> None:
     assert store.size <= 100
     assert store.nearest(key, 9) == (9, bytes(30))
     assert store.nearest(key, 5) is None  # the oldest went first
+
+
+@pytest.mark.django_db
+def test_llm_supplier_states_are_replayed_from_the_record_while_it_plays(
+    seeded, expert, checkpoints
+) -> None:
+    # Before: a 409 ("its suppliers are language models") at every step, and empty boards.
+    from negotiation import ProcurementEnv, run_episode
+    from procurement.models import Scenario
+    from procurement.services.scenarios import scenario_copy
+    from tests.negotiation.llm.scripted import ScriptedBackend
+    from tests.negotiation.suppliers.test_recorded import failing, moody
+
+    # A model that exists nowhere: the boards must not need it (a load would raise).
+    scenario = scenario_copy(
+        source=Scenario.objects.get(name="medium_adversarial_llm"), name="nowhere"
+    )
+    scenario.config = {
+        **scenario.config,
+        "supplier_llm": {**scenario.config["supplier_llm"], "model": "/nonexistent/model"},
+    }
+    scenario.save(update_fields=["config"])
+    episode = svc.episode_create(scenario=scenario, policy=expert, seed=3, enqueue=False)
+    played = run_episode(
+        episode.scenario_snapshot, "expert", 3, llm_backend=ScriptedBackend(moody, error=failing)
+    )
+    records = [r.to_dict() for r in played.steps]
+    assert {r["supplier_actor"] for r in records} >= {"llm", "fallback:rule"}
+    # What the buyer saw at each step, with the scripted model answering again.
+    env = ProcurementEnv(
+        episode.scenario_snapshot, llm_backend=ScriptedBackend(moody, error=failing)
+    )
+    expected = [env.reset(seed=3).to_dict()]
+    expected += [env.step(r["action"]).observation.to_dict() for r in records]
+
+    attempt = svc.episode_claim(episode=episode)
+    half = len(records) // 2
+    svc.episode_decisions_append(episode=episode, records=records[:half], attempt=attempt)
+    for step in range(-1, half):  # while it plays: the steps stored so far
+        assert public_state_at(episode, step) == {**expected[step + 1], "after_step": step}
+    svc.episode_decisions_append(episode=episode, records=records[half:], attempt=attempt)
+    for step in (half, len(records) - 1):
+        assert public_state_at(episode, step) == {**expected[step + 1], "after_step": step}

@@ -1,6 +1,7 @@
 // The episode page: decisions arrive over the socket (snapshot, then live batches; on
-// reconnect it resumes after its last step), the boards show the public state after the
-// scrubber's step, the chart the running score and each step's reward.
+// reconnect it resumes after its last step; a hole in the steps is filled from the API),
+// the boards show the public state after the scrubber's step, the chart the running
+// score and each step's reward.
 "use strict";
 (function () {
   const page = JSON.parse(document.getElementById("episode-page").textContent);
@@ -8,7 +9,7 @@
   const f = window.arenaFormat;
   const $ = (id) => document.getElementById(id);
   const decisions = new Map(); // step -> decision
-  let lastStep = -1, follow = true, selected = -1, chartQueued = false, stateTimer = null;
+  let lastStep = -1, follow = true, selected = -1, chartQueued = false;
 
   function cell(tr, text, cls) {
     const td = document.createElement("td");
@@ -80,6 +81,9 @@
     cell(tr, d.step, "num"); cell(tr, d.week, "num"); markCell(cell(tr, info.type), marks(d));
     cell(tr, info.who); cell(tr, info.offer == null ? "" : f.money(info.offer), "num"); cell(tr, info.response);
     const msg = cell(tr, "", "hide-narrow");
+    if (d.message && d.message !== info.message) { // the buyer's own words, above the answer
+      const own = document.createElement("div"); own.className = "message timeline-own"; own.textContent = `Buyer: ${d.message}`; msg.appendChild(own);
+    }
     if (info.message) { const m = document.createElement("div"); m.className = "message"; m.textContent = info.message; msg.appendChild(m); }
     if (d.rationale) { const r = document.createElement("div"); r.className = "muted"; r.textContent = "Why: " + d.rationale; msg.appendChild(r); }
     const tells = d.response && d.response.tells;
@@ -90,9 +94,14 @@
       msg.appendChild(t);
     }
     cell(tr, f.score(d.reward), "num");
-    // Keep step order even when a resume fills a gap.
-    const after = [...tbody.rows].find((row) => Number(row.dataset.step) > d.step);
-    tbody.insertBefore(tr, after || null);
+    // Keep step order when a hole is filled: the first row of a later step, by bisection.
+    const rows = tbody.rows;
+    let lo = 0, hi = rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (Number(rows[mid].dataset.step) < d.step) lo = mid + 1; else hi = mid;
+    }
+    tbody.insertBefore(tr, rows[lo] || null);
   }
 
   function addDecisions(list) {
@@ -104,16 +113,44 @@
       added = true;
       if (d.step > lastStep) lastStep = d.step;
     }
+    fillHoles();
     if (!added) return;
-    const latest = decisions.get(lastStep);
     $("step-count").textContent = decisions.size;
-    $("running-score").textContent = f.score(latest.running_score);
-    $("week").textContent = latest.state && latest.state.week != null ? latest.state.week : latest.week;
     $("invalid-count").textContent = [...decisions.values()].filter((d) => !d.valid).length;
-    if (latest.state) showBudget(latest.state.budget_committed, latest.state.budget_remaining);
     $("scrubber").max = lastStep;
     if (follow) select(lastStep);
+    else showScore();
     queueChart();
+  }
+
+  // Every step from 0 to the latest the page has seen, or the episode says it stored, must
+  // be on the page: a lost live event, or one that overtook the snapshot, leaves a hole,
+  // filled from the API (one fill at a time; the rows are keyed by step, so a decision
+  // that also arrives live is shown once).
+  let stored = 0, whole = -1, filling = false;
+  function fillHoles() {
+    while (decisions.has(whole + 1)) whole++;
+    if (filling || whole + 1 >= Math.max(stored, lastStep + 1)) return;
+    filling = true;
+    fetchAfter(whole).then((progress) => { filling = false; if (progress) fillHoles(); },
+      () => { filling = false; });
+  }
+
+  async function fetchAfter(after) {
+    // The decisions after `after`, page by page, up to the next step the page holds.
+    let end = after + 1;
+    while (end <= lastStep && !decisions.has(end)) end++;
+    const before = decisions.size;
+    let url = `/api/episodes/${episode.id}/decisions/?after_step=${after}&page_size=2000`;
+    while (url) {
+      const response = await fetch(url, { credentials: "same-origin" });
+      if (!response.ok) break;
+      const body = await response.json();
+      addDecisions(body.results);
+      const tail = body.results.length ? body.results[body.results.length - 1].step : end;
+      url = tail < end ? body.next : null;
+    }
+    return decisions.size > before;
   }
 
   function showBudget(committed, remaining) {
@@ -133,13 +170,22 @@
       const score = steps.map((s) => decisions.get(s).running_score);
       const reward = steps.map((s) => decisions.get(s).reward);
       const marker = selected >= 0 ? [{ type: "line", x0: selected, x1: selected, yref: "paper", y0: 0, y1: 1, line: { color: "#b38600", width: 1 } }] : [];
+      const [scoreRange, rewardRange] = window.arenaChart.zeroAlignedRanges([score, reward]);
+      const axis = (title, range) => ({
+        // "auto": an overlaying axis would sync its ticks to the other's grid (0.0406...)
+        title: { text: title }, range, autorange: false, tickmode: "auto", nticks: 6, tickformat: window.arenaChart.tickFormat(range),
+        zeroline: true, zerolinecolor: "#888", zerolinewidth: 1, fixedrange: true,
+      });
       Plotly.react("chart", [
-        { x: steps, y: score, name: "running score", mode: "lines", line: { color: "#2b5cab" } },
-        { x: steps, y: reward, name: "reward", type: "bar", marker: { color: "#4fc3f7" }, yaxis: "y2" },
+        { x: steps, y: score, name: "running score (after the step)", mode: "lines", line: { color: "#2b5cab" },
+          hovertemplate: "step %{x}: score %{y:.3f}<extra></extra>" },
+        { x: steps, y: reward, name: "reward (score change − penalty)", type: "bar", marker: { color: "#4fc3f7" }, yaxis: "y2",
+          hovertemplate: "step %{x}: reward %{y:+.4f}<extra></extra>" },
       ], {
-        margin: { t: 10, r: 40, b: 35, l: 45 }, showlegend: true, legend: { orientation: "h", y: 1.15 },
-        xaxis: { title: { text: "step" } }, yaxis: { title: { text: "score" } },
-        yaxis2: { overlaying: "y", side: "right", showgrid: false, title: { text: "reward" } },
+        margin: { t: 10, r: 60, b: 40, l: 60 }, showlegend: true, legend: { orientation: "h", y: 1.18 },
+        xaxis: { title: { text: "step (decision number)" }, fixedrange: true },
+        yaxis: axis("score (0–1, higher is better)", scoreRange),
+        yaxis2: { ...axis("reward per step (score points)", rewardRange), overlaying: "y", side: "right", showgrid: false },
         shapes: marker,
       }, { displayModeBar: false, responsive: true });
     });
@@ -153,16 +199,49 @@
     for (const row of document.querySelectorAll("#timeline tr.current")) row.classList.remove("current");
     const row = document.querySelector(`#timeline tr[data-step="${step}"]`);
     if (row) { row.classList.add("current"); if (!follow) row.scrollIntoView({ block: "nearest" }); }
+    showScore();
     queueChart();
-    if (page.boards) { clearTimeout(stateTimer); stateTimer = setTimeout(() => loadState(step), follow ? 400 : 120); }
+    wantState(step);
   }
 
-  async function loadState(step) {
-    const response = await fetch(`/api/episodes/${episode.id}/state/?step=${step}`, { credentials: "same-origin" });
-    const body = await response.json();
-    if (!response.ok) { note(body.detail || JSON.stringify(body)); return; }
-    if (step !== selected) return; // the scrubber moved on
-    renderBoards(body);
+  // The Score card says the score after the scrubber's step (the latest while following).
+  function showScore() {
+    const d = decisions.get(selected);
+    const latest = follow || selected === lastStep;
+    $("score-label").textContent = selected < 0 ? "Score before step 0"
+      : latest ? `Running score (latest, step ${selected})` : `Score after step ${selected}`;
+    $("running-score").textContent = d ? f.score(d.running_score) : "–";
+    $("week").textContent = d ? (d.state && d.state.week != null ? d.state.week : d.week) : "–";
+    if (d && d.state) showBudget(d.state.budget_committed, d.state.budget_remaining);
+  }
+
+  // The boards follow the wanted step with one request in flight: the next one is asked
+  // as soon as it answers, so a stream faster than the server never starves them, and no
+  // answer can overtake a later one. An answer for a step passed meanwhile is still shown
+  // (closer than nothing) until the wanted one's arrives.
+  let wanted = null, shown = null, loading = false;
+  function wantState(step) {
+    wanted = step;
+    if (!loading) loadStates();
+  }
+
+  async function loadStates() {
+    loading = true;
+    try {
+      while (wanted !== shown) {
+        const step = wanted;
+        const response = await fetch(`/api/episodes/${episode.id}/state/?step=${step}`, { credentials: "same-origin" });
+        const body = await response.json();
+        if (!response.ok) { note(body.detail || JSON.stringify(body)); break; } // the next step asks again
+        $("boards-note").hidden = true;
+        renderBoards(body);
+        shown = step;
+      }
+    } catch (error) {
+      note(`The boards could not be loaded: ${error}`);
+    } finally {
+      loading = false;
+    }
   }
 
   function note(text) { $("boards-note").hidden = false; $("boards-note").textContent = text; }
@@ -197,12 +276,29 @@
 
   function showEpisode(e) {
     Object.assign(episode, e);
+    stored = Math.max(stored, e.steps || 0);
+    fillHoles();
     $("status").textContent = e.status;
     $("status").className = `badge ${e.status}`;
     showWaiting(e.waiting);
     const terminal = ["finished", "failed", "cancelled"].includes(e.status);
     for (const id of ["cancel", "seat", "approval"]) if ($(id) && terminal) $(id).hidden = true;
+    showHandover(e.handed_over);
     if (e.status === "finished" || e.status === "failed") loadMetrics();
+  }
+
+  // A moment in the viewer's own time zone, named: "27 Nov 2026, 18:52:01 CET".
+  const WHEN = { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" };
+
+  // An idle seat passed to its fallback policy: say so where the form was.
+  function showHandover(h) {
+    if (!h) return;
+    if ($("seat")) $("seat").hidden = true;
+    const at = new Date(h.at).toLocaleString([], WHEN);
+    $("seat-handover").hidden = false;
+    const moves = h.step ? `after ${h.step} move${h.step === 1 ? "" : "s"} by the person` : "before any move by the person";
+    $("seat-handover").textContent = `The buyer's seat was idle for ${h.idle_seconds} s, so at ${at} (${moves}) ` +
+      `the ${h.to} policy took it over and plays the rest of this episode; its moves appear below.`;
   }
 
   async function loadMetrics() {
@@ -230,17 +326,6 @@
     }));
   }
 
-  async function loadEarlier(before) {
-    // The snapshot holds the latest decisions; older ones come from the API, in pages.
-    for (let page_ = 1; ; page_++) {
-      const response = await fetch(`/api/episodes/${episode.id}/decisions/?page_size=2000&page=${page_}`, { credentials: "same-origin" });
-      if (!response.ok) return;
-      const body = await response.json();
-      addDecisions(body.results.filter((d) => d.step < before));
-      if (!body.next || body.results.length === 0 || body.results[body.results.length - 1].step >= before) return;
-    }
-  }
-
   $("scrubber").addEventListener("input", (event) => { follow = false; select(Number(event.target.value)); });
   $("follow").addEventListener("click", () => { follow = true; select(lastStep); });
   const cancel = $("cancel");
@@ -253,11 +338,12 @@
   // Escalations that asked for an answer (step -> payload): the one waiting, with the
   // buttons only for a viewer who may answer (else why not), and every answer given.
   const approvals = new Map();
+  let countdown = null;
   function mayNotAnswer(a) {
     const viewer = page.viewer || {};
     if (a.barred && a.barred[viewer.username]) return a.barred[viewer.username];
     const rank = (role) => (page.roles || []).indexOf(role);
-    if (rank(viewer.role) < rank(a.approver_role)) return `This scenario's escalations are answered by ${a.approvers}.`;
+    if (rank(viewer.role) < rank(a.approver_role)) return `You hold the ${viewer.role} role; this scenario's escalations are answered by ${a.approvers}.`;
     return "";
   }
   function showApproval(a) {
@@ -269,18 +355,31 @@
     const target = (x) => [x.supplier_id, x.requirement_id].filter(Boolean).join(" on ");
     $("approvals-card").hidden = !waiting && !answered.length;
     $("approval").hidden = !waiting;
+    clearInterval(countdown);
     if (waiting) {
-      const until = new Date(waiting.deadline).toLocaleTimeString();
+      const until = new Date(waiting.deadline).toLocaleString([], WHEN);
       const stake = waiting.stake != null ? `, ${f.money(waiting.stake)} at stake` : "";
       const refusal = waiting.standing_refusal;
       const then = refusal
-        ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString()}: only someone else may approve it now; without an answer by ${until}, the refusal stands.`
-        : `Without an answer by ${until}, the scenario's rule decides.`;
-      $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}` +
-        (waiting.rationale ? ` Why: ${waiting.rationale}` : "");
+        ? `${refusal.by} refused this requirement's escalation at ${new Date(refusal.at).toLocaleTimeString([], { timeZoneName: "short" })}: only someone else may approve it now; without an answer in time, the refusal stands.`
+        : "Without an answer in time, the scenario's rule decides.";
+      $("approval-text").textContent = `The buyer asks to escalate ${target(waiting)} (step ${waiting.step}${stake}). ${then}`;
+      $("approval-subject").textContent = waiting.subject || (waiting.stake != null ? f.money(waiting.stake) : "–");
+      $("approval-rationale").textContent = waiting.rationale || "The buyer gave no reason.";
+      $("approval-if-approved").textContent = waiting.supplier_id
+        ? `management calls ${waiting.supplier_id}: its standing counter on ${waiting.requirement_id} moves toward its floor, and the buyer may award at the new price.`
+        : `the pending PR for ${waiting.requirement_id} is approved now instead of when it matures, so the buyer may award against it.`;
+      $("approval-if-refused").textContent = `nothing happens and nothing is spent; the refusal stands for ${waiting.requirement_id}: a later escalation on it is reviewed once, by someone else.`;
+      $("approval-deadline").textContent = until;
+      const tick = () => {
+        const s = Math.max(0, Math.round((new Date(waiting.deadline) - Date.now()) / 1000));
+        $("approval-countdown").textContent = s > 0 ? `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s left` : "time is up: the rule answers";
+      };
+      tick();
+      countdown = setInterval(tick, 1000);
       const why = mayNotAnswer(waiting);
       $("approval-why").hidden = !why;
-      $("approval-why").textContent = why;
+      $("approval-why").textContent = why ? `No buttons for you. ${why} You may watch: the card updates when someone answers.` : "";
       $("approval-actions").hidden = Boolean(why);
     }
     $("approval-history").hidden = !answered.length;
@@ -301,7 +400,6 @@
     });
   }
 
-  if (!page.boards) note("Its suppliers are language models: the boards show no past steps (the decisions below hold every step).");
   showMetrics(page.metrics || {});
   let first = true;
   window.arenaSocket(`/ws/episodes/${episode.id}/`, {
@@ -309,10 +407,9 @@
     onOpen(socket) { if (!first) socket.send(JSON.stringify({ type: "resume", after_step: lastStep })); first = false; },
     onMessage(message, socket) {
       if (message.type === "episode.snapshot") {
-        const fresh = decisions.size === 0; // after a reconnect, the resume fills the gap
-        showEpisode(message.episode);
+        // The snapshot holds the latest decisions: fillHoles fetches the earlier ones.
         addDecisions(message.decisions);
-        if (fresh && message.decisions.length && message.decisions[0].step > 0) loadEarlier(message.decisions[0].step);
+        showEpisode(message.episode);
         if (!message.decisions.length) select(-1);
         (message.approvals || []).forEach(showApproval);
       } else if (message.type === "episode.decisions") {

@@ -41,11 +41,21 @@
     } finally { refreshing = false; }
   }
 
+  // The episode list filtered to this sweep's cells of one scenario and policy.
+  function episodesUrl(scenario, policy) {
+    return `/episodes/?${new URLSearchParams({ sweep: sweep.id, scenario, policy })}`;
+  }
+
   function showLeaderboard(rows) {
     if (!rows.length) return;
     const tbody = $("leaderboard").tBodies[0];
     tbody.replaceChildren(...rows.map((r) => {
       const tr = document.createElement("tr");
+      tr.className = "link-row";
+      tr.title = `Open the episodes of ${r.scenario} × ${r.policy}`;
+      tr.addEventListener("click", (event) => {
+        if (!event.target.closest("a")) window.location.href = episodesUrl(r.scenario, r.policy);
+      });
       const ci = r.score.ci_low == null ? "–" : `${f.score(r.score.ci_low)} – ${f.score(r.score.ci_high)}`;
       [[r.scenario], [r.policy], [r.episodes, "num"], [f.score(r.score.mean), "num"], [ci, "num"],
         [f.score(r.deal_rate), "num"], [f.score(r.buyer_share), "num"], [f.score(r.mutual_loss), "num"],
@@ -55,6 +65,10 @@
         if (cls) td.className = cls;
         tr.appendChild(td);
       });
+      const link = document.createElement("a");  // the row's own link (keyboard, new tab)
+      link.href = episodesUrl(r.scenario, r.policy);
+      link.textContent = r.scenario;
+      tr.cells[0].replaceChildren(link);
       return tr;
     }));
   }
@@ -68,12 +82,24 @@
         type: "box", name: policy, boxmean: true,
         x: mine.flatMap((g) => g.scores.map(() => g.scenario)),
         y: mine.flatMap((g) => g.scores),
+        customdata: mine.flatMap((g) => g.episodes || []),  // each point's episode id
+        boxpoints: "all", jitter: 0.4, pointpos: 0, marker: { size: 5 },
+        hoveron: "points",  // a click lands on a point (an episode), never on the box
+        hovertemplate: "episode %{customdata}<br>score %{y:.3f}<extra>%{x}</extra>",
       };
     });
     Plotly.react("distribution", traces, {
       boxmode: "group", margin: { t: 10, r: 10, b: 40, l: 45 },
       yaxis: { title: { text: "score" } }, legend: { orientation: "h", y: 1.15 },
     }, { displayModeBar: false, responsive: true });
+    const plot = $("distribution");
+    if (!plot.dataset.clicks) {  // once: Plotly.react keeps the listeners
+      plot.dataset.clicks = "1";
+      plot.on("plotly_click", (data) => {
+        const point = (data.points || []).find((p) => p.customdata != null);
+        if (point) window.location.href = `/episodes/${point.customdata}/`;
+      });
+    }
   }
 
   const cancel = $("cancel");

@@ -157,6 +157,20 @@ def test_detail_and_paginated_decisions(api_client_for, episodes) -> None:
 
 
 @pytest.mark.django_db
+def test_decisions_after_a_step_fill_a_live_pages_hole(api_client_for, episodes) -> None:
+    done = episodes[0]
+    client = api_client_for("analyst")
+    hole = client.get(f"{URL}{done.pk}/decisions/", {"after_step": 297, "page_size": 100}).json()
+    assert hole["count"] == 152 and [d["step"] for d in hole["results"]] == list(range(298, 398))
+    assert "after_step=297" in hole["next"] and "page=2" in hole["next"]
+    everything = client.get(f"{URL}{done.pk}/decisions/", {"after_step": -1}).json()
+    assert everything["count"] == 450
+    for bad in ("x", "-2", "1.5", "9" * 12):
+        response = client.get(f"{URL}{done.pk}/decisions/", {"after_step": bad})
+        assert response.status_code == 400 and "after_step" in response.json(), bad
+
+
+@pytest.mark.django_db
 def test_list_and_filters(api_client_for, episodes) -> None:
     done, queued, failed = episodes
     client = api_client_for("analyst")

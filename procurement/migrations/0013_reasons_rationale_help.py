@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("procurement", "0011_sealed_worlds"),
+        ("procurement", "0012_seat_approval_subject"),
     ]
 
     operations = [
