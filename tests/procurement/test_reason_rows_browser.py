@@ -51,3 +51,7 @@ def test_every_expert_row_shows_why(page, site) -> None:
     assert decisions and all(d["rationale"] and d["actor"] == "policy" for d in decisions)
     assert first == "Why: " + decisions[0]["rationale"]
     screenshot(page, "episode-expert-reasons-1366")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.wait_for_selector("#timeline tbody tr")
+    screenshot(page, "episode-expert-reasons-390")
