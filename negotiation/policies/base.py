@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,6 +29,22 @@ class DecisionMeta:
 
 
 POLICY_DECISION = DecisionMeta()
+REASON_CHARS = 160  # a rule policy's reason: a few words, one line on the episode page
+
+
+# A reason: its text, or a function that writes it when it is read (most runs never read
+# it: a benchmark or an evaluation records no steps, so the expert formats nothing).
+Why = str | Callable[[], str]
+
+
+def clip(text: str, n: int = REASON_CHARS) -> str:
+    """``text`` within n characters (a reason that lists ids may run long)."""
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def text(why: Why) -> str:
+    """A reason's words."""
+    return why if isinstance(why, str) else why()
 
 
 class Policy(ABC):
@@ -37,8 +54,8 @@ class Policy(ABC):
     name = "base"
     # The parameters this policy accepts (validated by get_policy before __init__).
     Params: ClassVar[type[PolicyParams]] = PolicyParams
-    # Set by policies whose decisions need more than "policy" on the record (LLM ones).
-    last_decision: DecisionMeta | None = None
+    _decision: DecisionMeta | None = None
+    _why: Why | None = None  # decide()'s reason, not yet written into _decision
 
     def __init__(self, seed: int = 0, **params: Any) -> None:
         self.seed = int(seed)
@@ -51,6 +68,28 @@ class Policy(ABC):
 
     @abstractmethod
     def act(self, obs: Observation) -> dict[str, Any]: ...
+
+    def decide(self, action: dict[str, Any], why: Why) -> dict[str, Any]:
+        """``action``, with the reason for it kept for the step record (the rationale an
+        analyst reads): a few words from the numbers the policy used. Rule policies call
+        it on every decision; it never changes what they play. A function for ``why`` is
+        called when last_decision is read, which must be before the next act()."""
+        self._why = why
+        return action
+
+    @property
+    def last_decision(self) -> DecisionMeta | None:
+        """Who decided the last action and why: rule policies set it through decide()
+        with their reason, the LLM buyer with its words and failure flags."""
+        why = self._why
+        if why is not None:
+            self._decision = DecisionMeta("policy", None, text(why))
+            self._why = None
+        return self._decision
+
+    @last_decision.setter
+    def last_decision(self, decision: DecisionMeta | None) -> None:
+        self._decision, self._why = decision, None
 
 
 def open_requirements(obs: Observation) -> list:

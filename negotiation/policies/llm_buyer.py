@@ -150,10 +150,15 @@ class LLMBuyerPolicy(Policy):
         """The fallback policy's action (already chosen in narrator mode), counted."""
         self.stats["llm_fallbacks"] += 1
         self.stats["llm_parse_failures"] += int(parse)
+        if action is None:
+            action = self.fallback.act(obs)
+        # the fallback's own reason for its action (rule policies give one)
+        why = self.fallback.last_decision
         self.last_decision = DecisionMeta(
             self.fallback_actor,
+            rationale=None if why is None else why.rationale,
             llm_parse_failure=parse,
             llm_fallback=True,
             llm_error=error[:ERROR_CHARS],
         )
-        return self.fallback.act(obs) if action is None else action
+        return action

@@ -106,20 +106,31 @@ class OraclePolicy(ExpertPolicy):
         self.env  # noqa: B018 - refuses to play unwatched
         return super().act(obs)
 
-    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> dict[str, Any]:
+    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> acting.Move:
         k = 0 if th is None else th.offers
         path = self.path(s.id, r, k, (obs.max_rounds or 1) + 1 - k)
         if path is None or not path.offers:
             if th is not None and th.counter_price is not None:
-                return acting.award(s.id, r.id, qty)
-            return acting.DEFER
-        return acting.negotiate(s.id, r.id, path.offers[0])
+                why = "no cheaper path: " if path is None else "the best path awards it: "
+                return acting.award(s.id, r.id, qty), why + f"award counter {th.counter_price:.2f}"
+            return acting.DEFER, "no path to a deal within the ceiling"
+        return acting.negotiate(s.id, r.id, path.offers[0]), _path_reason(path)
 
-    def offer(self, obs: Observation, p: Plan) -> dict[str, Any]:
+    def offer(self, obs: Observation, p: Plan) -> acting.Move:
         path = self.path(p.s.id, p.r, p.k, max(1, p.budget))
         if path is None or not path.offers:
             return super().offer(obs, p)
-        return acting.negotiate(p.s.id, p.r.id, path.offers[0])
+        action = acting.negotiate(p.s.id, p.r.id, path.offers[0])
+        return action, f"{p.s.id} on {p.r.id}: {_path_reason(path)}"
+
+
+def _path_reason(path: Path) -> str:
+    """The oracle's offer, from the cheapest path it found."""
+    end = "then award the counter" if path.award else "the last one accepted"
+    return (
+        f"offer {path.offers[0]:.2f}, step 1 of {len(path.offers)} on the cheapest path "
+        f"(deal at {path.price:.2f}, {end}), from the hidden prices"
+    )
 
 
 class SafeOpenOraclePolicy(OraclePolicy):

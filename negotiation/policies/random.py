@@ -17,6 +17,10 @@ class RandomPolicy(Policy):
     name = "random"
 
     def act(self, obs: Observation) -> dict[str, Any]:
+        action = self._draw(obs)
+        return self.decide(action, f"random {action['action_type']}: drawn at step {obs.step}")
+
+    def _draw(self, obs: Observation) -> dict[str, Any]:
         rng = random.Random(self.seed * 1_000_003 + obs.step)
         at = rng.choice(ACTION_TYPES)
         reqs = obs.requirements

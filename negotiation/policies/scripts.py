@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import Field, create_model
 
 from ..observation import Observation
-from .base import Policy, candidates, open_requirements, pr_missing
+from .base import Policy, candidates, clip, open_requirements, pr_missing
 from .params import (
     ConcedeParams,
     LowballAwardParams,
@@ -45,7 +45,7 @@ from .params import (
     ScriptParams,
     TitForTatParams,
 )
-from .simple import affordable_qty, best_quote, close_quote, negotiate
+from .simple import affordable_qty, best_quote, close_quote, close_reason, negotiate
 
 DEFER = {"action_type": "defer"}
 
@@ -85,29 +85,46 @@ class ScriptPolicy(Policy):
         """The next offer on an open thread with a standing counter; None: make none."""
         return None
 
+    def offer_reason(self, obs: Observation, r, s, th, offer: float) -> str:
+        """Why next_offer made ``offer`` on this thread."""
+        return f"offer {offer:.2f} to {s.id}; counter {th.counter_price:.2f}"
+
     def ready(self, obs: Observation, r, s, th, counter: float) -> bool:
         """Whether the standing counter ``counter`` of an open thread may be awarded."""
         return True
 
-    def close(self, obs: Observation, r, quotes: list) -> tuple[bool, dict[str, Any] | None]:
-        """(closing, action) for the ready suppliers ``quotes``: award the best affordable
-        quote, the action None while its PR is pending; closing False when none is
-        affordable, and the script bargains on."""
+    def ready_reason(self, obs: Observation, r, s, th, counter: float) -> str:
+        """Why the quote ``counter`` was ready to award (ready() said so)."""
+        return "cheapest affordable counter"
+
+    def close(self, obs: Observation, r, quotes: list) -> tuple[bool, dict[str, Any] | None, str]:
+        """(closing, action, why) for the ready suppliers ``quotes``: award the best
+        affordable quote, the action None while its PR is pending; closing False when none
+        is affordable, and the script bargains on."""
         best = best_quote(obs, r, quotes)
         if best is None:
-            return False, None
-        return True, close_quote(obs, r, best[1], best[0], best[2])
+            return False, None, ""
+        price, s, qty = best
+        action = close_quote(obs, r, s, price, qty)
+        th = obs.threads[(s.id, r.id)]
+        ready = "agreed" if th.status == "agreed" else self.ready_reason(obs, r, s, th, price)
+        return True, action, close_reason(r, s, price, qty, action, ready)
 
     # --- the shared loop ---------------------------------------------------------------
     def act(self, obs: Observation) -> dict[str, Any]:
         reqs = sorted(open_requirements(obs), key=lambda r: (r.deadline_week, not r.critical))
+        idle = []
         for r in reqs:
-            action = self._serve(obs, r)
+            action, why = self._serve(obs, r)
             if action is not None:
-                return action
-        return DEFER
+                return self.decide(action, why)
+            idle.append(why)
+        if not idle:
+            return self.decide(DEFER, "every requirement is decided")
+        return self.decide(DEFER, clip("nothing to do: " + "; ".join(idle)))
 
-    def _serve(self, obs: Observation, r) -> dict[str, Any] | None:
+    def _serve(self, obs: Observation, r) -> tuple[dict[str, Any] | None, str]:
+        """(the next action on r, why); the action None with why r waits."""
         sups = sorted(
             (s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0),
             key=lambda s: (s.list_prices[r.id], s.id),
@@ -115,7 +132,12 @@ class ScriptPolicy(Policy):
         live = [s for s in sups if (s.id, r.id) in obs.threads]
         new = [s for s in sups if (s.id, r.id) not in obs.threads]
         if new and len(live) < self.cfg.max_suppliers:
-            return negotiate(new[0], r, self.opening_offer(obs, r))
+            offer = self.opening_offer(obs, r)
+            why = f"opening offer {offer:.2f} to {new[0].id} for {r.id}: "
+            why += f"{self.cfg.opening:g} x ref {r.reference_price:.2f}"
+            if offer < _cents(self.cfg.opening * r.reference_price):
+                why += ", capped at the ceiling"
+            return negotiate(new[0], r, offer), why
         quotes, pushes = [], []
         for s in live:
             th = obs.threads[(s.id, r.id)]
@@ -125,14 +147,17 @@ class ScriptPolicy(Policy):
             if price is not None and (th.status == "agreed" or self.ready(obs, r, s, th, price)):
                 quotes.append(s)
         if quotes:
-            closing, action = self.close(obs, r, quotes)
+            closing, action, why = self.close(obs, r, quotes)
             if closing:
-                return action
+                return action, why or f"{r.id}: award needs PR cover not yet approved"
         for s in sorted(pushes, key=lambda s: obs.threads[(s.id, r.id)].offers):
-            offer = self.next_offer(obs, r, s, obs.threads[(s.id, r.id)])
+            th = obs.threads[(s.id, r.id)]
+            offer = self.next_offer(obs, r, s, th)
             if offer is not None:
-                return negotiate(s, r, offer)
-        return None
+                return negotiate(s, r, offer), self.offer_reason(obs, r, s, th, offer)
+        if not sups:
+            return None, f"{r.id}: no supplier left"
+        return None, f"{r.id}: no offer to make"
 
     def time_out(self, obs: Observation, r, s, th) -> bool:
         """The thread's time is up: award now or lose the chance (see module docstring)."""
@@ -158,6 +183,12 @@ class LowballAwardPolicy(ScriptPolicy):
             return None  # too late to wait any longer: no offer, and no award it can pay
         return self.opening_offer(obs, r)
 
+    def offer_reason(self, obs: Observation, r, s, th, offer: float) -> str:
+        return (
+            f"repeat lowball {offer:.2f} to {s.id} for {r.id}: "
+            f"no affordable counter yet ({th.counter_price:.2f})"
+        )
+
 
 class LowballFinalPolicy(LowballAwardPolicy):
     """The lowball-and-wait script plus one final offer (lowest affordable standing counter
@@ -166,10 +197,10 @@ class LowballFinalPolicy(LowballAwardPolicy):
     name = "script_lowball_final"
     Params = LowballFinalParams
 
-    def close(self, obs: Observation, r, quotes: list) -> tuple[bool, dict[str, Any] | None]:
+    def close(self, obs: Observation, r, quotes: list) -> tuple[bool, dict[str, Any] | None, str]:
         best = best_quote(obs, r, quotes)
         if best is None:
-            return False, None
+            return False, None, ""
         s = best[1]
         th = obs.threads[(s.id, r.id)]
         lowball = self.opening_offer(obs, r)
@@ -177,7 +208,9 @@ class LowballFinalPolicy(LowballAwardPolicy):
         if th.status == "open" and not made_final and not self.time_out(obs, r, s, th):
             final = _cents(th.counter_price / self.cfg.final_divisor)
             if affordable_qty(obs, r, s, final) > 0:
-                return True, negotiate(s, r, final)
+                why = f"final offer {final:.2f} to {s.id} = lowest affordable counter "
+                why += f"{th.counter_price:.2f} / {self.cfg.final_divisor:g}, then award"
+                return True, negotiate(s, r, final), why
         return super().close(obs, r, quotes)
 
 
@@ -192,8 +225,22 @@ class ConcedePolicy(ScriptPolicy):
         raw = (self.cfg.opening + th.offers * self.cfg.rate) * r.reference_price
         return _cents(min(raw, r.ceiling_unit_price))
 
+    def offer_reason(self, obs: Observation, r, s, th, offer: float) -> str:
+        cfg = self.cfg
+        why = f"concede to {offer:.2f} = ({cfg.opening:g} + {th.offers} x {cfg.rate:g}) x ref "
+        why += f"{r.reference_price:.2f}"
+        if offer == _cents(r.ceiling_unit_price):
+            why += ", capped at the ceiling"
+        return f"{why}; counter {th.counter_price:.2f}"
+
     def ready(self, obs: Observation, r, s, th, counter: float) -> bool:
         return counter <= self.next_offer(obs, r, s, th) or self.time_out(obs, r, s, th)
+
+    def ready_reason(self, obs: Observation, r, s, th, counter: float) -> str:
+        nxt = self.next_offer(obs, r, s, th)
+        if counter <= nxt:
+            return f"counter {counter:.2f} <= next offer {nxt:.2f}"
+        return f"time runs out (counter {counter:.2f} > next offer {nxt:.2f})"
 
 
 def concede_policy(rate: float) -> type[ConcedePolicy]:
@@ -229,18 +276,38 @@ class TitForTatPolicy(ScriptPolicy):
     Params = TitForTatParams
 
     def next_offer(self, obs: Observation, r, s, th) -> float | None:
+        mirrored = self._mirror(r, s, th)
+        return None if mirrored is None else mirrored[0]
+
+    def _mirror(self, r, s, th) -> tuple[float, float] | None:
+        """(next offer, the supplier's last concession it mirrors); None before both sides
+        have moved."""
         offers, counters = _offers(th), _counters(th)
         if not offers or not counters:
             return None
         before = counters[-2] if len(counters) > 1 else s.list_prices[r.id]
         conceded = max(0.0, (before - counters[-1]) / before)
         raw = min(offers[-1] * (1.0 + conceded), th.counter_price, r.ceiling_unit_price)
-        return _cents(max(offers[-1], raw))
+        return _cents(max(offers[-1], raw)), conceded
+
+    def offer_reason(self, obs: Observation, r, s, th, offer: float) -> str:
+        conceded = self._mirror(r, s, th)[1]
+        return (
+            f"mirror {s.id}'s last concession {conceded:.1%}: offer {offer:.2f} for {r.id}; "
+            f"counter {th.counter_price:.2f}"
+        )
 
     def ready(self, obs: Observation, r, s, th, counter: float) -> bool:
         nxt = self.next_offer(obs, r, s, th)
         gap = 1.0 if nxt is None else (counter - nxt) / counter
         return gap < self.cfg.award_gap or self.time_out(obs, r, s, th)
+
+    def ready_reason(self, obs: Observation, r, s, th, counter: float) -> str:
+        nxt = self.next_offer(obs, r, s, th)
+        gap = 1.0 if nxt is None else (counter - nxt) / counter
+        if gap < self.cfg.award_gap:
+            return f"counter {counter:.2f} within {gap:.1%} of next offer {nxt:.2f}"
+        return f"time runs out (counter {counter:.2f})"
 
 
 ConcedeSlowPolicy = concede_policy(0.02)

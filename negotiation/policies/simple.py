@@ -15,7 +15,7 @@ from typing import Any
 
 from ..observation import Observation
 from ..world.records import LIVE_PR, pr_room
-from .base import Policy, candidates, has_pr, open_requirements, pr_headroom, pr_missing
+from .base import Policy, candidates, clip, has_pr, open_requirements, pr_headroom, pr_missing
 from .params import GreedyLowballParams
 
 _EPS = 1e-6  # the engine's own tolerance on budget and PR amounts
@@ -27,7 +27,7 @@ class DoNothingPolicy(Policy):
     name = "do_nothing"
 
     def act(self, obs: Observation) -> dict[str, Any]:
-        return {"action_type": "defer"}
+        return self.decide({"action_type": "defer"}, "never acts: the do-nothing baseline")
 
 
 def _floor_cents(x: float) -> float:
@@ -58,15 +58,17 @@ def best_quote(obs: Observation, r, suppliers) -> tuple[float, Any, int] | None:
     return best
 
 
-def _close_best_quote(obs: Observation, r) -> tuple[bool, dict[str, Any] | None]:
-    """(an affordable quote is on the table, the action that takes it): the action is None
-    while the award waits for a PR, and the caller serves other requirements meanwhile."""
+def _close_best_quote(obs: Observation, r) -> tuple[bool, dict[str, Any] | None, str]:
+    """(an affordable quote is on the table, the action that takes it, why): the action is
+    None while the award waits for a PR, and the caller serves other requirements
+    meanwhile."""
     sups = [s for s in candidates(obs, r) if s.capacity.get(r.category, 0) > 0]
     best = best_quote(obs, r, sups)
     if best is None:
-        return False, None
+        return False, None, ""
     price, s, qty = best
-    return True, close_quote(obs, r, s, price, qty)
+    action = close_quote(obs, r, s, price, qty)
+    return True, action, close_reason(r, s, price, qty, action, "cheapest affordable quote")
 
 
 def _pending_prs(obs: Observation, rid: str) -> int:
@@ -94,6 +96,18 @@ def close_quote(obs: Observation, r, s, price: float, qty: int) -> dict[str, Any
     if amount <= 0.0 or pr_headroom(obs, r.id, LIVE_PR) + amount < cost:
         return None
     return {"action_type": "raise_pr", "requirement_id": r.id, "amount": amount}
+
+
+def close_reason(r, s, price: float, qty: int, action: dict[str, Any] | None, why: str) -> str:
+    """Why close_quote chose its action for this quote (``why``: why the quote is taken)."""
+    if action is None:
+        return ""
+    if action["action_type"] == "raise_pr":
+        return (
+            f"raise PR {action['amount']:.2f} on {r.id}: award {qty} x {price:.2f} "
+            f"= {qty * price:.2f} needs PR cover"
+        )
+    return f"award {qty} x {price:.2f} from {s.id} for {r.id}: {why}"
 
 
 def negotiate(s, r, price: float) -> dict[str, Any]:
@@ -124,20 +138,31 @@ class AlwaysAcceptPolicy(Policy):
     name = "always_accept"
 
     def act(self, obs: Observation) -> dict[str, Any]:
+        waiting = []
         for r in open_requirements(obs):
-            quoted, action = _close_best_quote(obs, r)
+            quoted, action, why = _close_best_quote(obs, r)
             if quoted:
                 if action is not None:
-                    return action
+                    return self.decide(action, why)
+                waiting.append(r.id)
                 continue  # waiting for a PR: serve the other requirements meanwhile
             for s in _talkable(obs, r):
                 qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
+                list_price = s.list_prices[r.id]
                 offer = _floor_cents(
-                    min(s.list_prices[r.id], r.ceiling_unit_price, obs.budget_remaining / qty)
+                    min(list_price, r.ceiling_unit_price, obs.budget_remaining / qty)
                 )
                 if offer > 0:
-                    return negotiate(s, r, offer)
-        return {"action_type": "defer"}
+                    if offer == _floor_cents(list_price):
+                        bound = f"its list price {list_price:.2f}"
+                    elif offer == _floor_cents(r.ceiling_unit_price):
+                        bound = f"list {list_price:.2f} capped at the ceiling"
+                    else:
+                        bound = f"list {list_price:.2f} capped by the budget"
+                    return self.decide(
+                        negotiate(s, r, offer), f"offer {offer:.2f} to {s.id} for {r.id}: {bound}"
+                    )
+        return self.decide({"action_type": "defer"}, _idle_reason(waiting))
 
 
 class GreedyLowballPolicy(Policy):
@@ -156,22 +181,39 @@ class GreedyLowballPolicy(Policy):
         self.fraction = float(fraction)
 
     def act(self, obs: Observation) -> dict[str, Any]:
+        waiting = []
         for r in open_requirements(obs):
             talk = _talkable(obs, r)
             unasked = [s for s in talk if (s.id, r.id) not in obs.threads]
             if unasked:
-                return self._lowball(unasked[0], r)
-            quoted, action = _close_best_quote(obs, r)
+                return self._lowball(unasked[0], r, "first offer to each supplier")
+            quoted, action, why = _close_best_quote(obs, r)
             if quoted:
                 if action is not None:
-                    return action
+                    return self.decide(action, why)
+                waiting.append(r.id)
                 continue
             if talk:
-                return self._lowball(min(talk, key=lambda s: _standing(obs, s, r)), r)
-        return {"action_type": "defer"}
+                s = min(talk, key=lambda s: _standing(obs, s, r))
+                counter = _standing(obs, s, r)[0]
+                why = f"no affordable quote; lowest counter {counter:.2f}"
+                return self._lowball(s, r, why if counter < math.inf else "no affordable quote")
+        return self.decide({"action_type": "defer"}, _idle_reason(waiting))
 
-    def _lowball(self, s, r) -> dict[str, Any]:
-        return negotiate(s, r, _floor_cents(s.list_prices[r.id] * self.fraction))
+    def _lowball(self, s, r, why: str) -> dict[str, Any]:
+        lp = s.list_prices[r.id]
+        price = _floor_cents(lp * self.fraction)
+        return self.decide(
+            negotiate(s, r, price),
+            f"lowball {price:.2f} = {self.fraction:g} x list {lp:.2f}: {why}",
+        )
+
+
+def _idle_reason(waiting: list[str]) -> str:
+    """Why a baseline defers: awards waiting for their PRs, or nothing left to do."""
+    if waiting:
+        return clip("awards need PR cover not yet approved: " + ", ".join(waiting))
+    return "nothing to do: no quote to take, no supplier left to ask"
 
 
 def _standing(obs: Observation, s, r) -> tuple[float, str]:

@@ -165,7 +165,11 @@ class Decision(models.Model):
     # "policy", "llm", "fallback:<policy>" (the LLM failed and the fallback decided), "human"
     actor = models.CharField(max_length=64, default="policy")
     message = models.TextField(null=True, blank=True, help_text="The LLM buyer's message.")
-    rationale = models.TextField(null=True, blank=True, help_text="The LLM buyer's reason.")
+    rationale = models.TextField(
+        null=True,
+        blank=True,
+        help_text="Why the buyer chose the action: the LLM's words or a rule policy's reason.",
+    )
     llm_parse_failure = models.BooleanField(default=False)
     llm_fallback = models.BooleanField(default=False)
     llm_error = models.TextField(null=True, blank=True)

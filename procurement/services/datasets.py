@@ -11,6 +11,12 @@ episode's ``score``, whether the engine accepted the action (``valid``), who dec
 (``actor``: policy, llm, fallback:..., human) and the ids (``episode_id``, ``step``,
 ``scenario``, ``policy``, ``seed``).
 
+A rule policy's reason (the decision's ``rationale``, shown on the episode page) is not
+in the records: it speaks of the rule's internals (its posterior, safe lines, slot plan),
+which a model reading only the prompt cannot compute, so a completion that gave it would
+teach a model to claim reasoning it did not do. An LLM buyer's own rationale is part of
+its action, so its completion keeps it.
+
 Left out, and counted: episodes whose suppliers are language models (their observations
 cannot be derived again without the model), and steps whose action no reply could
 express (a malformed action: a completion is always a well-formed reply).

@@ -266,6 +266,10 @@ def test_the_transcript_csv_has_a_row_per_decision_and_unique_unit_columns(prese
     first = dict(zip(header, rows[0], strict=True))
     assert first["step"] == "0" and first["action"] and first["actor"] == "policy"
     assert float(rows[-1][header.index("running score (0-1)")]) == pytest.approx(episode.score)
+    # every row says why the expert chose its action, as the episode page does
+    why = header.index("rationale")
+    stored = list(episode.decisions.order_by("step").values_list("rationale", flat=True))
+    assert [row[why] for row in rows] == stored and all(stored)
 
 
 def test_the_transcript_downloads_and_prints(client, user_with_role, preset, expert) -> None:

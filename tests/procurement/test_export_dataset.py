@@ -111,6 +111,11 @@ def test_one_record_per_decision_with_the_llm_buyers_prompt_and_the_action(
             assert record["messages"] == record["prompt"] + record["completion"]
             # the completion is a reply the LLM buyer's own parser reads as the action taken
             assert parse_action(record["completion"][0]["content"]) == (decision.action, None)
+            # the rule policy's reason is stored with the decision for analysts, but it is
+            # not taught as the action's rationale field: it names the rule's internals
+            assert decision.rationale
+            assert "rationale" not in json.loads(record["completion"][0]["content"])
+            assert decision.rationale not in json.dumps(record, ensure_ascii=False)
             assert record["reward"] == pytest.approx(decision.reward)
             assert (record["valid"], record["actor"]) == (decision.valid, "policy")
             assert (record["score"], record["seed"]) == (episode.score, episode.seed)

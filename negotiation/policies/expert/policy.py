@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...observation import Observation
 from ...suppliers.concession import STALL_MOVE, TFT_STEP_CAP
-from ..base import Policy
+from ..base import Policy, Why, text
 from . import acting
 from .beliefs import (
     CLAIM_MARGIN,
@@ -96,6 +96,16 @@ def floor_cents(x: float) -> float:
 def _rate(th) -> float:
     """The raise of the schedule's next offer before offer T-AHEAD: the probe or a creep."""
     return PROBE_RAISE if th.offers + 1 == PROBE_OFFER else CREEP
+
+
+def _capped(why: str, price: float, cap: float) -> str:
+    """``why``, noting when the ceiling or the budget cut the offer to ``cap``."""
+    return why if price <= cap else f"{why}; cut to {cap:.2f} (ceiling, budget)"
+
+
+def _then(why: Why, more: str) -> Why:
+    """``why`` and then ``more`` (written when read)."""
+    return lambda: f"{text(why)}{more}"
 
 
 def posterior_inputs(obs: Observation, s, r, th) -> tuple[History, float, Floors] | None:
@@ -156,51 +166,87 @@ class ExpertPolicy(Policy):
 
     def act(self, obs: Observation) -> dict[str, Any]:
         if obs.done:
-            return acting.DEFER
+            return self.decide(acting.DEFER, "the episode is over")
         if obs.max_rounds is not None:
-            return self._bilateral(obs)
-        return self._arena(obs)
+            return self.decide(*self._bilateral(obs))
+        return self.decide(*self._arena(obs))
 
     # ------------------------------------------------------------------ bilateral
-    def _bilateral(self, obs: Observation) -> dict[str, Any]:
+    def _bilateral(self, obs: Observation) -> acting.Move:
         r = obs.requirements[0]
         if r.decided or r.quantity_needed <= 0:
-            return acting.DEFER
+            return acting.DEFER, f"{r.id} is decided: nothing left to buy"
         s = obs.suppliers[0]
         th = obs.threads.get((s.id, r.id))
         qty = min(r.quantity_needed, s.capacity.get(r.category, 0))
         if th is not None and th.status == "agreed":
-            return acting.award(s.id, r.id, qty)
+            return acting.award(s.id, r.id, qty), f"award {qty} at the agreed price"
         if th is not None and th.status != "open":
-            return acting.DEFER
+            return acting.DEFER, f"the thread is {th.status}: no move left"
         return self.bilateral_move(obs, s, r, th, qty)
 
-    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> dict[str, Any]:
+    def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> acting.Move:
         """The next move on the one open thread (or none yet) of a bilateral episode."""
         T = obs.max_rounds or 1
         # The most it can pay per unit: its ceiling, within the budget.
         cap = floor_cents(min(r.ceiling_unit_price, obs.budget_remaining / max(1, qty)))
         if th is None or th.counter_price is None:
-            return acting.negotiate(s.id, r.id, min(cap, self.opening(obs, s, r)))
+            price = self.opening(obs, s, r)
+            opened = min(cap, price)
+            return acting.negotiate(s.id, r.id, opened), lambda: _capped(
+                f"open at {opened:.2f}: {self.opening_reason(obs, s, r)}", price, cap
+            )
+
+        def step() -> str:
+            return f"offer {th.offers + 1} of {T}, counter {th.counter_price:.2f}"
+
         if T - AHEAD - 1 <= th.offers <= T - 2:
-            return acting.negotiate(s.id, r.id, min(cap, self.ahead_offer(obs, s, r, th)))
+            price, why = self.ahead_offer(obs, s, r, th)
+            move = acting.negotiate(s.id, r.id, min(cap, price))
+            return move, lambda: _capped(f"{step()}: {text(why)}", price, cap)
         if th.offers < T - 1:
-            return acting.negotiate(s.id, r.id, min(cap, self.next_offer(th, _rate(th))))
+            rate = _rate(th)
+            price = self.next_offer(th, rate)
+
+            def creep() -> str:
+                kind = "probe raise" if rate == PROBE_RAISE else "creep"
+                why = f"{step()}: {kind} {rate:.1%} to {price:.2f}; "
+                why += f"{self.offer_bound(th, rate, price)}, its ask falls with time"
+                return _capped(why, price, cap)
+
+            return acting.negotiate(s.id, r.id, min(cap, price)), creep
         if th.offers == T - 1:
-            return acting.negotiate(s.id, r.id, min(cap, self.last_offer(obs, s, r, th)))
+            price, why = self.last_offer(obs, s, r, th)
+            move = acting.negotiate(s.id, r.id, min(cap, price))
+            return move, lambda: _capped(f"{step()} (its patience): {text(why)}", price, cap)
         closing = self._closing(obs, s, r, th)
         final = None if closing is None else closing.offer
-        if th.counter_price > cap:
+        counter = th.counter_price
+        if counter > cap:
             # Past its patience the seller still asks more than the buyer can pay: the
             # buyer's best and final offer is all that is left.
-            return acting.negotiate(s.id, r.id, min(cap, final or cap))
+            price = min(cap, final or cap)
+            why = f"counter {counter:.2f} above the most it can pay {cap:.2f}: best and "
+            why += f"final offer {price:.2f}"
+            return acting.negotiate(s.id, r.id, price), why
+        source = "every parameter set that fits the counters accepts it"
         if closing is not None and not closing.explained and th.offers == T:
             final = self._trend_final(obs, th)
-        if final is None or final >= th.counter_price or th.offers > T:
-            return acting.award(s.id, r.id, qty)
-        return acting.negotiate(s.id, r.id, final)
+            source = "half the seller's last concession (no model fits its counters)"
+        if final is None or final >= counter or th.offers > T:
+            if th.offers > T:
+                why = "the final offer is made"
+            elif closing is None:
+                why = "too few regular counters for a posterior"
+            elif final is None:
+                why = "no final offer under it that the fit trusts"
+            else:
+                why = f"a final offer {final:.2f} would not be under it"
+            return acting.award(s.id, r.id, qty), f"award counter {counter:.2f} x {qty}: {why}"
+        why = f"final offer {final:.2f} under counter {counter:.2f}: {source}"
+        return acting.negotiate(s.id, r.id, final), why
 
-    def last_offer(self, obs: Observation, s, r, th) -> float:
+    def last_offer(self, obs: Observation, s, r, th) -> tuple[float, Why]:
         """The offer at the seller's patience (offer T), where its time-dependent ask sits at
         its floor and a refused offer is still countered. With a posterior, the offer with
         the lowest expected price over its consistent sets (posterior.patience_offer): closing
@@ -209,7 +255,8 @@ class ExpertPolicy(Policy):
         counter, never under the lowest floor any seller can have at this cost: against a
         seller that mirrors concessions no single offer pays less, and against one that
         concedes on the clock alone no higher offer does (an offer is accepted only at or
-        above its next ask, which is otherwise the counter the buyer then awards)."""
+        above its next ask, which is otherwise the counter the buyer then awards). With
+        why, in words."""
         top = round(th.counter_price - 0.01, 2)
         last = th.rounds[-1].buyer_offer or 0.0
         halfway = max(self.next_offer(th), ceil_cents((last + th.counter_price) / 2.0))
@@ -225,12 +272,22 @@ class ExpertPolicy(Policy):
             return patience_offer(h, anchor, obs.max_rounds or 1, floors, [halfway, *grid])
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
-        return halfway if planned is None else planned
+        if planned is None:
+            return (
+                halfway,
+                lambda: f"{halfway:.2f}, midway from its last offer {last:.2f} (no posterior)",
+            )
+        return (
+            planned,
+            lambda: (
+                f"{planned:.2f}, the lowest expected price of {GRID + 1} offers over the posterior"
+            ),
+        )
 
-    def ahead_offer(self, obs: Observation, s, r, th) -> float:
+    def ahead_offer(self, obs: Observation, s, r, th) -> tuple[float, Why]:
         """One of the last AHEAD offers before the seller's patience: a creep, or the raise
         of PRE_RATES with the lowest expected price over the posterior's consistent sets
-        (posterior.ahead_offer); a creep without a posterior."""
+        (posterior.ahead_offer); a creep without a posterior. With why, in words."""
         creep = self.next_offer(th, _rate(th))
 
         def plan(h, anchor, floors):
@@ -240,7 +297,10 @@ class ExpertPolicy(Policy):
             return ahead_offer(h, anchor, obs.max_rounds or 1, floors, cands)
 
         planned = self._from_posterior("ahead", obs, s, r, th, plan)
-        return creep if planned is None else planned
+        if planned is None:
+            return creep, lambda: f"creep to {creep:.2f} (no posterior yet)"
+        kind = "a creep" if planned == creep else "a raise"
+        return planned, lambda: f"{planned:.2f}, {kind}: the posterior's lowest expected price"
 
     def _closing(self, obs: Observation, s, r, th) -> Closing | None:
         """posterior.Closing for the offer after the seller's patience: whether the model's
@@ -277,6 +337,17 @@ class ExpertPolicy(Policy):
             self._posterior_offers[key] = None if inputs is None else use(*inputs)
         return self._posterior_offers[key]
 
+    def opening_reason(self, obs: Observation, s, r) -> str:
+        """Which line opening() took, in words."""
+        if obs.seller_cost is not None:
+            return f"safe opening {SAFE_OPEN_COST:.3f} x seller cost {obs.seller_cost:.2f}"
+        lp = s.list_prices[r.id]
+        if obs.max_rounds is not None:
+            ref = r.reference_price * obs.market_index.get(r.category, 1.0)
+            if SAFE_OPEN_REF * ref < SAFE_OPEN_LIST * lp:
+                return f"safe opening {SAFE_OPEN_REF:.3f} x reference {ref:.2f}"
+        return f"safe opening {SAFE_OPEN_LIST:.3f} x list {lp:.2f}"
+
     def opening(self, obs: Observation, s, r) -> float:
         """The lowest offer that insults no persona: by the seller's public cost (bilateral),
         else by the list price or (no rival pushing prices) the reference price."""
@@ -297,21 +368,32 @@ class ExpertPolicy(Policy):
             ceil_cents(last * (1.0 + rate)), ceil_cents(below), round(th.counter_price - 0.01, 2)
         )
 
+    def offer_bound(self, th, rate: float, price: float) -> str:
+        """Which of next_offer's limits set ``price``, in words."""
+        last = th.rounds[-1].buyer_offer or 0.0
+        if price == ceil_cents(last * (1.0 + rate)):
+            return f"+{rate:.1%} on its last offer {last:.2f}"
+        if price == round(th.counter_price - 0.01, 2):
+            return "a cent under the counter"
+        if price == ceil_cents(th.counter_price * GAP):
+            return f"held to {GAP:g} x the counter"
+        return f"the smallest raise on its last offer {last:.2f}"
+
     # ------------------------------------------------------------------ arena
-    def _arena(self, obs: Observation) -> dict[str, Any]:
+    def _arena(self, obs: Observation) -> acting.Move:
         week = obs.week
         reqs = [r for r in obs.requirements if not r.decided and r.quantity_needed > 0]
         if not reqs:
-            return acting.DEFER
-        act = acting.raise_prs(obs, reqs)
-        if act is not None:
-            return act
+            return acting.DEFER, "every requirement is decided"
+        move = acting.raise_prs(obs, reqs)
+        if move is not None:
+            return move
         if self.evidence.update(obs):
             self.planner.reset()
             self._posterior_offers = {}
         plans = self.planner.plans(obs, reqs)
         if not plans:
-            return acting.escalate_or_defer(obs, reqs)
+            return acting.escalate_or_defer(obs, reqs, "no supplier left that can deliver in time")
         reserve_total = sum(p.reserve for p in plans)
         left = obs.actions_left_this_week
         due = [p for p in plans if p.target <= week]
@@ -319,18 +401,25 @@ class ExpertPolicy(Policy):
             # The week's last slots go to the awards due now (a quote first where needed).
             for p in due:
                 if p.ap is not None:
-                    act = acting.close(obs, p, reserve_total - p.reserve)
-                    if act is not None:
-                        return act
+                    move = acting.close(obs, p, reserve_total - p.reserve)
+                    if move is not None:
+                        return move[0], _then(move[1], f": due now, {left} slot(s) left")
             for p in due:
                 if p.ap is None:
-                    return self.offer(obs, p)
+                    action, why = self.offer(obs, p)
+                    return action, _then(why, f"; due now, {left} slot(s) left")
         # 1. Close: agreed deals and negotiations that are done or out of rounds.
         for p in plans:
             if p.ap is not None and (p.agreed or p.budget < 1 or p.want < 1):
-                act = acting.close(obs, p, reserve_total - p.reserve)
-                if act is not None:
-                    return act
+                move = acting.close(obs, p, reserve_total - p.reserve)
+                if move is not None:
+                    if p.agreed:
+                        why = ": agreed"
+                    elif p.want < 1:
+                        why = f": counter taken after {p.k} offer(s), the plan wants no more"
+                    else:
+                        why = f": counter taken, no slot for more rounds by award week {p.target}"
+                    return move[0], _then(move[1], why)
         # 2. One negotiation round: the earliest award week first.
         for p in plans:
             if p.budget >= 1 and p.want >= 1 and not p.agreed:
@@ -338,13 +427,16 @@ class ExpertPolicy(Policy):
         # 3. Nothing to negotiate: close whatever is due, else wait.
         for p in plans:
             if p.ap is not None and p.target <= week:
-                act = acting.close(obs, p, reserve_total - p.reserve)
-                if act is not None:
-                    return act
-        return acting.escalate_or_defer(obs, reqs)
+                move = acting.close(obs, p, reserve_total - p.reserve)
+                if move is not None:
+                    return move[0], _then(move[1], f": award week {p.target} reached")
+        p = plans[0]
+        idle = f"nothing to negotiate; next award {p.r.id} from {p.s.id} in week {p.target}"
+        return acting.escalate_or_defer(obs, reqs, idle)
 
-    def offer(self, obs: Observation, p: Plan) -> dict[str, Any]:
+    def offer(self, obs: Observation, p: Plan) -> acting.Move:
         th = p.th
+        best = 0.0
         if th is None or not th.rounds:
             price = self.opening(obs, p.s, p.r)
         elif th.counter_price is None:
@@ -354,4 +446,23 @@ class ExpertPolicy(Policy):
             price = max(self.opening(obs, p.s, p.r), ceil_cents(best * (1.0 + TFT_STEP_CAP)))
         else:
             price = self.next_offer(th, TFT_STEP_CAP)
-        return acting.negotiate(p.s.id, p.r.id, min(price, floor_cents(p.r.ceiling_unit_price)))
+        top = floor_cents(p.r.ceiling_unit_price)
+        budget, target = p.budget, p.target
+
+        def why() -> str:
+            if th is None or not th.rounds:
+                how = self.opening_reason(obs, p.s, p.r)
+            elif th.counter_price is None:
+                how = f"counter expired; never under its best offer {best:.2f}"
+            else:
+                bound = self.offer_bound(th, TFT_STEP_CAP, price)
+                how = f"counter {th.counter_price:.2f}, {bound}"
+            if price > top:
+                how += f", cut to the ceiling {top:.2f}"
+            expect = self.planner.judge.price(obs, p.r, p.s, th, budget)
+            return (
+                f"{min(price, top):.2f} to {p.s.id} on {p.r.id}: {how}; plan: {budget} more "
+                f"offer(s), expects ~{expect:.2f}, award wk {target}"
+            )
+
+        return acting.negotiate(p.s.id, p.r.id, min(price, top)), why

@@ -75,11 +75,13 @@ def test_unparseable_replies_fall_back_to_the_expert_counted_and_recorded() -> N
     assert [s.action for s in result.steps] == [s.action for s in expert.steps]
     assert result.metrics["llm_parse_failures"] == result.metrics["llm_fallbacks"] == n
     assert policy.stats["llm_parse_failures"] == n
-    for step in result.steps:
+    for step, played in zip(result.steps, expert.steps, strict=True):
         d = step.to_dict()
         assert d["actor"] == "fallback:expert"
         assert d["llm_parse_failure"] and d["llm_fallback"]
         assert d["llm_error"] == "no JSON object in the reply"
+        # the row says why the fallback chose its action, as the expert's own row does
+        assert d["rationale"] and d["rationale"] == played.decision.rationale
 
 
 def test_backend_errors_and_exceptions_fall_back_but_are_not_parse_failures() -> None:
