@@ -8,7 +8,8 @@ import csv
 import json
 from typing import IO, Any
 
-from negotiation.action_spec import FIELD_SPECS
+from negotiation.action_spec import FIELD_SPECS, field_unit
+from negotiation.config import scenario_currency
 from procurement.models import Episode, Sweep, SweepCell
 from procurement.selectors.sweeps import sweep_pins
 
@@ -72,39 +73,46 @@ def write_sweep_json(sweep: Sweep, out: IO[str]) -> int:
     return len(rows)
 
 
-# What a field of each kind counts (negotiation.action_spec.FieldSpec.kind): the header
-# says it, so a column never mixes a unit price with a quantity or a sum.
-KIND_UNITS = {"price": "money", "quantity": "units", "share": "share 0-1"}
-FIELD_UNITS = {"price": "money per unit", "amount": "money"}  # finer than the kind says
 TEXT_FIELDS = ("message", "rationale")  # their own columns: the decision's, or the action's
 ACTION_FIELDS = [f for f, spec in FIELD_SPECS.items() if f not in TEXT_FIELDS]
 
 
-def _header(field: str) -> str:
-    unit = FIELD_UNITS.get(field) or KIND_UNITS.get(FIELD_SPECS[field].kind)
-    return f"{field} ({unit})" if unit else field
+def _header(field: str, currency: str) -> str:
+    """A figure's header names its unit from ``FIELD_SPECS`` (the pages' one declaration);
+    the item's unit differs per requirement, so a column says "unit". A share column keeps
+    the engine's 0-1 fraction, where pages show per cent."""
+    if not FIELD_SPECS[field].unit:
+        return field
+    unit = field_unit(field, currency)
+    return f"{field} ({'share 0-1' if unit == '%' else unit})"
 
 
-TRANSCRIPT_COLUMNS = [
-    "step",
-    "week",
-    "actor",
-    "action",
-    "valid",
-    *(_header(f) for f in ACTION_FIELDS),
-    "message",
-    "rationale",
-    "error",
-    "supplier response",
-    "supplier price (money per unit)",
-    "supplier message",
-    "reward",
-    "running score (0-1)",
-]
+def transcript_columns(currency: str) -> list[str]:
+    """The transcript's headers, each once, in ``transcript_rows``' order."""
+    return [
+        "step",
+        "week",
+        "actor",
+        "action",
+        "valid",
+        *(_header(f, currency) for f in ACTION_FIELDS),
+        "message",
+        "rationale",
+        "error",
+        "supplier response",
+        f"supplier price ({field_unit('price', currency)})",
+        "supplier message",
+        "reward",
+        "running score (0-1)",
+    ]
+
+
+def episode_transcript_columns(episode: Episode) -> list[str]:
+    return transcript_columns(scenario_currency(episode.scenario_snapshot or {}))
 
 
 def transcript_rows(episode: Episode) -> list[list[Any]]:
-    """One row per stored decision, in step order, in TRANSCRIPT_COLUMNS' order: what the
+    """One row per stored decision, in step order, in ``transcript_columns``' order: what the
     CSV holds and the printable page shows."""
     rows = []
     for d in episode.decisions.order_by("step"):
@@ -135,6 +143,6 @@ def transcript_rows(episode: Episode) -> list[list[Any]]:
 def write_transcript_csv(episode: Episode, out: IO[str]) -> int:
     rows = transcript_rows(episode)
     writer = csv.writer(out)
-    writer.writerow(TRANSCRIPT_COLUMNS)
+    writer.writerow(episode_transcript_columns(episode))
     writer.writerows(rows)
     return len(rows)

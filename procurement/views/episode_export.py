@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from negotiation.metrics import shown_metrics
 from procurement.models import Episode
 from procurement.services.exports import (
-    TRANSCRIPT_COLUMNS,
+    episode_transcript_columns,
     transcript_rows,
     write_transcript_csv,
 )
@@ -29,15 +29,16 @@ def transcript_csv(request: HttpRequest, episode_id: int) -> HttpResponse:
 def transcript_print(request: HttpRequest, episode_id: int) -> HttpResponse:
     episode = get_object_or_404(Episode, pk=episode_id)
     rows = transcript_rows(episode)
+    columns = episode_transcript_columns(episode)
     # Paper has no room for columns no decision filled (a rule policy writes no message).
-    kept = [i for i, _ in enumerate(TRANSCRIPT_COLUMNS) if any(r[i] != "" for r in rows)]
-    kept = kept or list(range(len(TRANSCRIPT_COLUMNS)))
+    kept = [i for i, _ in enumerate(columns) if any(r[i] != "" for r in rows)]
+    kept = kept or list(range(len(columns)))
     context = {
         "episode": episode,
-        "columns": [TRANSCRIPT_COLUMNS[i] for i in kept],
-        "dropped": [c for i, c in enumerate(TRANSCRIPT_COLUMNS) if i not in kept],
+        "columns": [columns[i] for i in kept],
+        "dropped": [c for i, c in enumerate(columns) if i not in kept],
         # (column, value) pairs: a phone shows each value under its column's name
-        "rows": [[(TRANSCRIPT_COLUMNS[i], r[i]) for i in kept] for r in rows],
+        "rows": [[(columns[i], r[i]) for i in kept] for r in rows],
         "metrics": sorted(shown_metrics(episode.metrics or {}).items()),
     }
     return render(request, "procurement/episode_print.html", context)

@@ -20,7 +20,7 @@ from procurement.selectors.episode_compare import (
 from procurement.selectors.episode_filters import EpisodeFilter
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create
-from procurement.services.exports import TRANSCRIPT_COLUMNS, write_transcript_csv
+from procurement.services.exports import transcript_columns, write_transcript_csv
 from procurement.services.sweeps import sweep_create
 from procurement.templatetags.arena_format import duration
 
@@ -260,8 +260,9 @@ def test_the_transcript_csv_has_a_row_per_decision_and_unique_unit_columns(prese
     out = io.StringIO()
     assert write_transcript_csv(episode, out) == episode.steps
     header, *rows = list(csv.reader(io.StringIO(out.getvalue())))
-    assert header == TRANSCRIPT_COLUMNS and len(header) == len(set(header))
-    assert {"price (money per unit)", "quantity (units)", "amount (money)"} <= set(header)
+    assert header == transcript_columns("USD") and len(header) == len(set(header))
+    units = {"price (USD / unit)", "quantity (unit)", "amount (USD)", "split (share 0-1)"}
+    assert units <= set(header)
     assert len(rows) == episode.steps
     first = dict(zip(header, rows[0], strict=True))
     assert first["step"] == "0" and first["action"] and first["actor"] == "policy"

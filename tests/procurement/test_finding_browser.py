@@ -150,7 +150,7 @@ def test_a_transcript_downloads_as_csv_and_prints(browser, site) -> None:
     rows = list(csv.reader(io.StringIO(download.value.path().read_text())))
     header = rows[0]
     assert len(header) == len(set(header))  # every column once
-    assert header[:4] == ["step", "week", "actor", "action"] and "price (money per unit)" in header
+    assert header[:4] == ["step", "week", "actor", "action"] and "price (USD / unit)" in header
     assert steps is None or len(rows) == steps + 1
 
     page.click("#transcript-print")
