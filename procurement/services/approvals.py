@@ -86,13 +86,20 @@ class ApprovalGate:
         request = approval_for_step(
             episode=self._episode,
             step=observation.step,
-            action=action,
+            action=self._asked(action),
             stake=escalation_at_stake(observation, action),
         )
         approval = {"decision": request.status, "by": answered_by(request)}
         if request.decided_at:
             approval["at"] = request.decided_at.isoformat()
         return {**action, "approval": {**approval, "reason": request.reason}}
+
+    def _asked(self, action: dict[str, Any]) -> dict[str, Any]:
+        """The escalation as the approver reads it: a rule policy's reason goes into the
+        request's copy only, never into the action played (nor the training data)."""
+        decision = self._policy.last_decision
+        reason = getattr(decision, "rationale", None)
+        return action if action.get("rationale") or not reason else {**action, "rationale": reason}
 
 
 def approval_for_step(

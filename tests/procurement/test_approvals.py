@@ -93,6 +93,19 @@ def test_the_request_says_what_is_at_stake_and_who_answers_in_plain_words(waitin
     assert body["approvers"] == "ops or admins"  # was "opss or admins"
 
 
+def test_the_request_carries_the_rule_policys_reason_not_the_action_played(
+    waiting, api_client_for
+) -> None:
+    starter, episode = waiting
+    body = starter.get(f"/api/episodes/{episode.pk}/approvals/").json()[0]
+    assert body["rationale"] and "escalat" in body["rationale"].lower()  # the expert's why
+    assert _answer(api_client_for("ops"), episode, "approve").status_code == 200
+    episode = _run(episode)
+    played = episode.decisions.get(step=body["step"])
+    assert "rationale" not in played.action  # the reason is the decision's, not an action field
+    assert played.rationale == body["rationale"]
+
+
 def test_an_approved_escalation_records_who_when_and_why_and_plays_as_the_rule(
     waiting, api_client_for
 ) -> None:
