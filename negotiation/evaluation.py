@@ -526,7 +526,7 @@ def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices) -> list[
             backend=shared_batcher(model),
             record_steps=False,
         )
-        for (task, seed, replay), res, seat in zip(batch, results, strict=True):
+        for (task, seed, replay), res, seat in zip(batch, results, seats, strict=True):
             stats = seat["participant"].stats  # one participant per episode
             usage = {
                 "prompt_tokens": stats.prompt_tokens,

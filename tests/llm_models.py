@@ -32,7 +32,12 @@ _CORPUS = [
 
 
 def build_tiny_model(
-    folder: Path, *, arch: str = "gpt2", seed: int = 0, vocab_size: int = 400
+    folder: Path,
+    *,
+    arch: str = "gpt2",
+    seed: int = 0,
+    vocab_size: int = 400,
+    positions: int = 512,
 ) -> Path:
     """Save a tokenizer and a randomly initialised 2-layer model to ``folder``."""
     import torch
@@ -72,7 +77,7 @@ def build_tiny_model(
     torch.manual_seed(seed)
     if arch == "gpt2":
         model = GPT2LMHeadModel(
-            GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=512, **common)
+            GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=positions, **common)
         )
     elif arch == "llama":  # vLLM's CPU attention wants a head size of 32 or more
         model = LlamaForCausalLM(
@@ -82,7 +87,7 @@ def build_tiny_model(
                 num_hidden_layers=2,
                 num_attention_heads=2,
                 num_key_value_heads=2,
-                max_position_embeddings=512,
+                max_position_embeddings=positions,
                 tie_word_embeddings=True,
                 **common,
             )
