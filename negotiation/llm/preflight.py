@@ -1,19 +1,18 @@
 """Check a model setting before a long run starts: is the model there, is the server up?
 
 Nothing is loaded: a local model must be a folder (or GGUF file) on this machine, and a
-server must accept a connection within a short timeout. A run with a bad model would
+server must list its models (GET /models) within a short timeout. A run with a bad model would
 otherwise fall back on every decision and report a rule policy's numbers as the model's.
 """
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import urlsplit
 
 from .models import DEFAULT_ALIASES, _is_model_folder, resolve_gguf, smollm2_gguf
 from .registry import BACKENDS
 
-CONNECT_TIMEOUT_S = 2.0
+CONNECT_TIMEOUT_S = 3.0
 
 
 def model_problem(
@@ -45,12 +44,20 @@ def model_problem(
 
 
 def _unreachable(url: str, timeout_s: float) -> str | None:
+    """None when ``url`` answers GET <base>/models as an OpenAI-compatible server does."""
+    import httpx
+
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return f"'{url}' is not an http(s) server URL"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    base = url.rstrip("/")
+    if parts.path in ("", "/"):
+        base = f"{base}/v1"
     try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
-            return None
-    except OSError as exc:
+        reply = httpx.get(f"{base}/models", timeout=timeout_s)
+        listed = reply.status_code < 400 and isinstance(reply.json().get("data"), list)
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
         return f"server {url} is unreachable ({type(exc).__name__}: {exc})"
+    if not listed:
+        return f"server {url} answered GET /models with {reply.status_code}, not a model list"
+    return None
