@@ -356,8 +356,9 @@ class Outcome:
     mode: str = "bilateral"
     success: bool = False  # every requirement fulfilled, within budget, nothing late
     world: str = ""  # fingerprint of the world as the buyer first saw it
-    seconds: float = 0.0
-    decisions: tuple[float, ...] = ()  # each buyer decision's latency, seconds
+    # timings differ run to run: left out of equality, so reruns compare equal
+    seconds: float = field(default=0.0, compare=False)
+    decisions: tuple[float, ...] = field(default=(), compare=False)  # per decision, s
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
