@@ -1,21 +1,20 @@
-"""Policy evaluation: a leaderboard like published bargaining tables, plus cross-play ratings.
+"""Policy evaluation: buyers (rule policies and language models) against supplier line-ups
+(rule personas, field agents, language models), on paired seeds, as league tables.
 
-Every (scenario, tier, policy, seed) episode runs headless, in this process or in worker
-processes. Per (scenario, tier, policy) the leaderboard gives the mean score with a
-percentile-bootstrap 95 % CI, the deal rate, buyer_share (over episodes with a deal, as
-bargaining papers report it), mutual_loss, rounds per deal and the invalid-action rate.
+Every (scenario, tier, line-up, buyer, seed, replay) episode runs headless: rule-only ones
+in this process or in worker processes, LLM ones in this process, batched: all episodes
+that talk to one model share one batching backend (interfaces/concurrent.py), so each
+round of their turns is one model call. Every buyer plays the same seeds against the same
+line-ups (common random numbers: a seed draws the same world for every player), and
+replays (``replays`` > 1, for sampled models) vary only the buyer's own seed.
 
-Ratings use openskill's Plackett-Luce model (a maintained TrueSkill-style library; no
-rating maths here). Two kinds of match feed one pool of players, in a fixed order:
-- every (scenario, tier, seed) is a match between the buyer policies, ranked by score;
-- every episode is also a buyer-vs-supplier match: a bilateral episode against its
-  seller's persona (``persona:hardball``), an arena episode against the scenario's
-  supplier mix (``mix:medium_adversarial``). The buyer wins when it closed a deal and
-  kept the better side of the surplus (buyer_share > 0.5), draws at exactly 0.5, and
-  loses otherwise (no deal included: the buyer's requirement went unmet).
+negotiation/league.py turns the outcomes into the tables: the leaderboard (mean with a
+bootstrap 95 % CI, n, the paired difference against the best buyer and tie marks,
+pass^k, the worst line-up, cost), the buyers x line-ups matrix, the suppliers' table,
+and openskill ratings with buyers and suppliers in separate pools.
 
-Only rule policies run here: ``human`` needs a person and ``llm`` a model backend, so both
-are refused, as are scenarios whose suppliers are played by a language model.
+``human`` needs a person and is refused; stored human-seat episodes join the ratings
+through the caller (procurement/services/evaluations.py).
 """
 
 from __future__ import annotations
@@ -26,30 +25,40 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from tqdm import tqdm
 
 from .config import TIERS, ScenarioConfig, ScenarioValidationError
 from .curriculum import apply_tier
+from .league import leaderboard as league_leaderboard
+from .league import matrix, supplier_table
+from .league import ratings as league_ratings
+from .lineups import AS_CONFIGURED, apply_lineup, opponent_label, parse_lineup
+from .llm.backend import LLMBackend
+from .llm.models import model_label
+from .llm.shared import LLMSpec
 from .metrics import DEAL_METRICS, closed_a_deal
-from .policies import MEASUREMENT_ONLY, get_policy, list_policies
+from .players import Timed, build_policy, llm_spec
+from .policies import MEASUREMENT_ONLY, list_policies
 from .runner import run_episode
 from .scenarios import list_presets, load_scenario
 from .stats import bootstrap_mean_ci, mean_ci
 from .world.seeding import check_world_key
 
 # Policies that cannot play a headless evaluation, and why.
-REFUSED_POLICIES = {
-    "human": "needs a person in the buyer's seat",
-    "llm": "needs a language-model backend; evaluate runs rule policies only",
-}
+REFUSED_POLICIES = {"human": "needs a person in the buyer's seat"}
 MAX_SEEDS = 10_000
 MAX_EPISODES = 500_000
+MAX_LLM_EPISODES = 20_000  # episodes that call a model: hours of accelerator time already
+MAX_REPLAYS = 32
 MAX_WORKERS = 64
 BOOTSTRAP_RESAMPLES = 2000
 CHUNK_SEEDS = 25  # seeds per unit of work: progress stays smooth, overhead small
+LLM_BATCH_EPISODES = 64  # LLM episodes played at once against one model
+
+Prices = Mapping[str, tuple[float, float]]  # model label -> (in, out) per million tokens
 
 
 class EvaluationError(ValueError):
@@ -62,10 +71,14 @@ class EvaluationError(ValueError):
 
 @dataclass(frozen=True)
 class EvaluationSpec:
-    """What to evaluate, validated. ``configs`` maps each scenario name to its engine config
-    (JSON form); ``tiers`` empty means each scenario as configured. ``world_key`` seals
-    every world (ProcurementEnv): held-out worlds that no one can rebuild from the seeds
-    without the key; it never appears in a repr or in ``params()``."""
+    """What to evaluate, validated. ``policies`` names the buyer players and ``players``
+    maps each to the policy snapshot it plays; ``suppliers`` names the supplier line-ups
+    (negotiation/lineups.py); ``configs`` maps each scenario name to its engine config
+    (JSON form); ``tiers`` empty means each scenario as configured. ``replays`` plays
+    each (buyer, seed) that many times with the buyer's own seed varied. ``prices``
+    gives (in, out) money per million tokens by model label. ``world_key`` seals every
+    world (ProcurementEnv): held-out worlds that no one can rebuild from the seeds without
+    the key; it never appears in a repr or in ``params()``."""
 
     policies: tuple[str, ...]
     scenarios: tuple[str, ...]
@@ -74,6 +87,10 @@ class EvaluationSpec:
     tiers: tuple[str, ...] = ()
     configs: Mapping[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     world_key: bytes | None = field(default=None, compare=False, repr=False)
+    suppliers: tuple[str, ...] = (AS_CONFIGURED,)
+    replays: int = 1
+    players: Mapping[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    prices: Prices = field(default_factory=dict, compare=False)
 
     @property
     def sealed(self) -> bool:
@@ -81,17 +98,30 @@ class EvaluationSpec:
 
     @property
     def episodes(self) -> int:
-        return len(self.policies) * len(self.scenarios) * max(1, len(self.tiers)) * self.seeds
+        return (
+            len(self.policies)
+            * len(self.scenarios)
+            * max(1, len(self.tiers))
+            * len(self.suppliers)
+            * self.seeds
+            * self.replays
+        )
+
+    def snapshot(self, policy: str) -> dict[str, Any]:
+        return self.players.get(policy) or {"policy": policy}
 
     def params(self) -> dict[str, Any]:
         """The parameters as stored and shown (configs left out: they are derived)."""
         return {
             "policies": list(self.policies),
             "scenarios": list(self.scenarios),
+            "suppliers": list(self.suppliers),
             "seeds": self.seeds,
             "seed_start": self.seed_start,
+            "replays": self.replays,
             "tiers": list(self.tiers),
             "sealed": self.sealed,
+            "prices": {k: list(v) for k, v in self.prices.items()},
         }
 
 
@@ -105,6 +135,48 @@ def headless_policies() -> list[str]:
     return [p for p in list_policies() if p not in REFUSED_POLICIES]
 
 
+def _model_problem(backend: str, model: str, options: Mapping[str, Any] = ()) -> str | None:
+    from .llm.preflight import model_problem  # sockets and paths: only for LLM players
+
+    return model_problem(backend, model, dict(options))
+
+
+def _check_players(
+    names: list[str], stored: Mapping[str, dict[str, Any]], errors: list[dict[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """Each buyer name's snapshot: a stored config's, else a rule or llm policy's own."""
+    allowed = headless_policies()
+    players: dict[str, dict[str, Any]] = {}
+    checked: dict[LLMSpec, str | None] = {}
+    for name in names:
+        snapshot = dict(stored[name]) if name in stored else {"policy": name}
+        policy = snapshot.get("policy", "")
+        if policy in MEASUREMENT_ONLY:
+            errors.append({"field": "policies", "message": MEASUREMENT_ONLY[policy]})
+            continue
+        if policy in REFUSED_POLICIES:
+            errors.append({"field": "policies", "message": f"'{name}' {REFUSED_POLICIES[policy]}."})
+            continue
+        if policy not in allowed:
+            errors.append(
+                {
+                    "field": "policies",
+                    "message": f"Unknown policy '{name}'; use a stored policy or one of "
+                    f"{', '.join(allowed)}.",
+                }
+            )
+            continue
+        spec = llm_spec(snapshot)
+        if spec is not None:
+            if spec not in checked:
+                checked[spec] = _model_problem(spec.backend, spec.model, dict(spec.options))
+            if checked[spec]:
+                errors.append({"field": "policies", "message": f"'{name}': {checked[spec]}."})
+                continue
+        players[name] = snapshot
+    return players
+
+
 def build_spec(
     *,
     policies: str | Iterable[str],
@@ -112,32 +184,27 @@ def build_spec(
     seeds: int,
     seed_start: int = 0,
     tiers: str | Iterable[str] = (),
+    suppliers: str | Iterable[str] = (),
+    replays: int = 1,
     custom_scenarios: Mapping[str, dict[str, Any]] | None = None,
+    stored_policies: Mapping[str, dict[str, Any]] | None = None,
+    prices: Prices | None = None,
     world_key: bytes | None = None,
 ) -> EvaluationSpec:
     """Validate every parameter and resolve scenario names to configs; raises
     EvaluationError listing every problem. ``scenarios`` may be "all" (every preset whose
     suppliers are rule personas); ``custom_scenarios`` adds configs by name (stored ones);
+    ``stored_policies`` adds buyer snapshots by name (stored policy configs, LLM ones
+    included: their model must be here, or their server answer, before anything runs);
+    ``suppliers`` names the line-ups (empty: each scenario's own suppliers);
     ``world_key`` seals the worlds (EvaluationSpec)."""
     errors: list[dict[str, str]] = []
     custom = dict(custom_scenarios or {})
 
     pols = _names(policies)
-    allowed = headless_policies()
     if not pols:
         errors.append({"field": "policies", "message": "Name at least one policy."})
-    for p in pols:
-        if p in MEASUREMENT_ONLY:
-            errors.append({"field": "policies", "message": MEASUREMENT_ONLY[p]})
-        elif p in REFUSED_POLICIES:
-            errors.append({"field": "policies", "message": f"'{p}' {REFUSED_POLICIES[p]}."})
-        elif p not in allowed:
-            errors.append(
-                {
-                    "field": "policies",
-                    "message": f"Unknown policy '{p}'; use one of {', '.join(allowed)}.",
-                }
-            )
+    players = _check_players(pols, dict(stored_policies or {}), errors)
 
     wanted = _names(scenarios)
     if wanted == ["all"]:
@@ -155,16 +222,24 @@ def build_spec(
                 msg = f"Unknown scenario '{name}'; use 'all' or one of {', '.join(_known(custom))}."
             errors.append({"field": "scenarios", "message": msg})
             continue
-        if cfg.plays_llm_suppliers():
-            errors.append(
-                {
-                    "field": "scenarios",
-                    "message": f"'{name}' has suppliers played by a language model; "
-                    "evaluate runs rule personas only.",
-                }
-            )
-            continue
+        if cfg.plays_llm_suppliers() and cfg.supplier_llm is not None:
+            problem = _model_problem(cfg.supplier_llm.backend, cfg.supplier_llm.model)
+            if problem:
+                errors.append({"field": "scenarios", "message": f"'{name}': {problem}."})
+                continue
         configs[name] = cfg.model_dump(mode="json")
+
+    lineups = _names(suppliers) or [AS_CONFIGURED]
+    for name in lineups:
+        try:
+            lineup = parse_lineup(name)
+        except ValueError as exc:
+            errors.append({"field": "suppliers", "message": str(exc)})
+            continue
+        if lineup.backend is not None:
+            problem = _model_problem(lineup.backend, lineup.model)
+            if problem:
+                errors.append({"field": "suppliers", "message": f"'{name}': {problem}."})
 
     tier_names = _names(tiers)
     for t in tier_names:
@@ -177,6 +252,9 @@ def build_spec(
         errors.append({"field": "seeds", "message": f"A whole number from 1 to {MAX_SEEDS}."})
     if type(seed_start) is not int or not 0 <= seed_start <= 2**62:
         errors.append({"field": "seed_start", "message": "A whole number from 0 to 2**62."})
+    if type(replays) is not int or not 1 <= replays <= MAX_REPLAYS:
+        errors.append({"field": "replays", "message": f"A whole number from 1 to {MAX_REPLAYS}."})
+    price_map = _check_prices(prices or {}, errors)
     if not errors:
         spec = EvaluationSpec(
             tuple(pols),
@@ -186,7 +264,12 @@ def build_spec(
             tuple(tier_names),
             configs,
             check_world_key(world_key),
+            tuple(lineups),
+            replays,
+            players,
+            price_map,
         )
+        llm_episodes = _llm_episodes(spec)
         if spec.episodes > MAX_EPISODES:
             errors.append(
                 {
@@ -195,9 +278,57 @@ def build_spec(
                     "in one evaluation.",
                 }
             )
+        elif llm_episodes and spec.sealed:
+            errors.append(
+                {
+                    "field": "sealed",
+                    "message": "Sealed worlds are for rule players only; a language model "
+                    "plays public worlds.",
+                }
+            )
+        elif llm_episodes > MAX_LLM_EPISODES:
+            errors.append(
+                {
+                    "field": "seeds",
+                    "message": f"{llm_episodes:,} episodes call a language model; at most "
+                    f"{MAX_LLM_EPISODES:,} in one evaluation.",
+                }
+            )
         else:
             return spec
     raise EvaluationError(errors)
+
+
+def _check_prices(prices: Prices, errors: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for model, pair in prices.items():
+        try:
+            p_in, p_out = (float(x) for x in pair)
+        except (TypeError, ValueError):
+            p_in = p_out = math.nan
+        if not (math.isfinite(p_in) and math.isfinite(p_out) and p_in >= 0 and p_out >= 0):
+            errors.append(
+                {
+                    "field": "prices",
+                    "message": f"'{model}': two numbers >= 0 (in and out, per million tokens).",
+                }
+            )
+            continue
+        out[model_label(str(model))] = (p_in, p_out)
+    return out
+
+
+def _llm_episodes(spec: EvaluationSpec) -> int:
+    per = spec.seeds * spec.replays * max(1, len(spec.tiers))
+    total = 0
+    for name in spec.scenarios:
+        cfg = load_scenario(spec.configs[name])
+        for lineup in spec.suppliers:
+            suppliers_llm = apply_lineup(cfg, parse_lineup(lineup)).plays_llm_suppliers()
+            for policy in spec.policies:
+                if suppliers_llm or llm_spec(spec.snapshot(policy)) is not None:
+                    total += per
+    return total
 
 
 def _known(custom: Mapping[str, Any]) -> list[str]:
@@ -207,7 +338,7 @@ def _known(custom: Mapping[str, Any]) -> list[str]:
 # ----------------------------------------------------------------------------- running
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One episode's result, as much as the leaderboard and the ratings need."""
+    """One episode's result, as much as the league tables need."""
 
     scenario: str
     tier: str | None
@@ -219,107 +350,294 @@ class Outcome:
     mutual_loss: float
     rounds_per_deal: float
     invalid_action_rate: float
-    opponent: str  # the supplier player: persona:<name> (bilateral) or mix:<scenario>
+    opponent: str  # the supplier player: persona:<name>, mix:<scenario> or llm:<model>
+    lineup: str = AS_CONFIGURED
+    replay: int = 0
+    mode: str = "bilateral"
+    success: bool = False  # every requirement fulfilled, within budget, nothing late
+    world: str = ""  # fingerprint of the world as the buyer first saw it
+    # timings differ run to run: left out of equality, so reruns compare equal
+    seconds: float = field(default=0.0, compare=False)
+    decisions: tuple[float, ...] = field(default=(), compare=False)  # per decision, s
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    money: float = 0.0
 
 
-# Configs of the current process, keyed by (scenario, tier), and the key sealing its
-# worlds (None: public): set once per worker.
-_CONFIGS: dict[tuple[str, str | None], ScenarioConfig] = {}
-_WORLD_KEY: list[bytes | None] = [None]
+Cell = tuple[str, str | None, str]  # (scenario, tier, line-up)
+Task = tuple[str, str | None, str, str, int, int]  # cell, policy, seeds [lo, hi)
+
+# Configs of the current process, keyed by cell, the buyers' snapshots, and the key
+# sealing its worlds (None: public): set once per worker.
+_CONFIGS: dict[Cell, ScenarioConfig] = {}
+_PLAYERS: dict[str, dict[str, Any]] = {}
+_STATE: dict[str, Any] = {"world_key": None, "replays": 1}
 
 
 def _init_worker(
-    configs: dict[tuple[str, str | None], dict[str, Any]], world_key: bytes | None
+    configs: dict[Cell, dict[str, Any]],
+    players: dict[str, dict[str, Any]],
+    world_key: bytes | None,
+    replays: int,
 ) -> None:
     _CONFIGS.clear()
     _CONFIGS.update({k: load_scenario(v) for k, v in configs.items()})
-    _WORLD_KEY[0] = world_key
+    _PLAYERS.clear()
+    _PLAYERS.update(players)
+    _STATE.update(world_key=world_key, replays=replays)
 
 
-def _run_chunk(task: tuple[str, str | None, str, int, int]) -> list[Outcome]:
-    scenario, tier, policy, lo, hi = task
-    cfg = _CONFIGS[(scenario, tier)]
-    label = scenario if tier is None else f"{scenario}@{tier}"
-    opponent = f"persona:{cfg.bilateral_persona}" if cfg.mode == "bilateral" else f"mix:{label}"
+def _success(m: Mapping[str, Any]) -> bool:
+    return (
+        float(m.get("fulfilment_rate", 0.0)) >= 1.0
+        and float(m.get("budget_utilisation", 0.0)) <= 1.0 + 1e-9
+        and int(m.get("late_deliveries", 0)) == 0
+    )
+
+
+def _opponent(cell: Cell, cfg: ScenarioConfig) -> str:
+    scenario, tier, lineup = cell
+    if cfg.plays_llm_suppliers() and cfg.supplier_llm is not None:
+        return f"llm:{model_label(cfg.supplier_llm.model)}"
+    if lineup != AS_CONFIGURED and cfg.mode == "bilateral":
+        return f"persona:{cfg.bilateral_persona}"
+    if lineup != AS_CONFIGURED:
+        return f"persona:{lineup}"
+    return opponent_label(cfg, scenario if tier is None else f"{scenario}@{tier}")
+
+
+def _outcome(
+    cell: Cell, policy: str, seed: int, replay: int, res: Any, timed: Timed, **usage: Any
+) -> Outcome:
+    cfg = _CONFIGS[cell]
+    m = res.metrics
+    return Outcome(
+        cell[0],
+        cell[1],
+        policy,
+        seed,
+        float(res.score),
+        float(m["deal_rate"]),
+        float(m["buyer_share"]),
+        float(m["mutual_loss"]),
+        float(m["rounds_per_deal"]),
+        float(m["invalid_action_rate"]),
+        _opponent(cell, cfg),
+        cell[2],
+        replay,
+        cfg.mode,
+        _success(m),
+        timed.world or "",
+        timed.seconds,
+        tuple(timed.decisions),
+        **usage,
+    )
+
+
+def _run_chunk(task: Task) -> list[Outcome]:
+    scenario, tier, lineup, policy, lo, hi = task
+    cell = (scenario, tier, lineup)
+    snapshot = _PLAYERS.get(policy) or {"policy": policy}
     out = []
     for seed in range(lo, hi):
-        res = run_episode(
-            cfg,
-            get_policy(policy, seed=seed),
-            seed,
-            record_steps=False,
-            world_key=_WORLD_KEY[0],
-        )
-        m = res.metrics
-        out.append(
-            Outcome(
-                scenario,
-                tier,
-                policy,
-                seed,
-                float(res.score),
-                float(m["deal_rate"]),
-                float(m["buyer_share"]),
-                float(m["mutual_loss"]),
-                float(m["rounds_per_deal"]),
-                float(m["invalid_action_rate"]),
-                opponent,
+        for replay in range(_STATE["replays"]):
+            timed = Timed(build_policy(snapshot, seed), replay)
+            res = run_episode(
+                _CONFIGS[cell], timed, seed, record_steps=False, world_key=_STATE["world_key"]
             )
-        )
+            out.append(_outcome(cell, policy, seed, replay, res, timed))
     return out
 
 
-def _configs(spec: EvaluationSpec) -> dict[tuple[str, str | None], dict[str, Any]]:
+def _configs(spec: EvaluationSpec) -> dict[Cell, dict[str, Any]]:
     out = {}
     for name in spec.scenarios:
         base = load_scenario(spec.configs[name])
         for tier in spec.tiers or (None,):
-            cfg = base if tier is None else apply_tier(base, tier)
-            out[(name, tier)] = cfg.model_dump(mode="json")
+            tiered = base if tier is None else apply_tier(base, tier)
+            for lineup in spec.suppliers:
+                cfg = apply_lineup(tiered, parse_lineup(lineup))
+                out[(name, tier, lineup)] = cfg.model_dump(mode="json")
     return out
 
 
-def _tasks(spec: EvaluationSpec) -> list[tuple[str, str | None, str, int, int]]:
+def _tasks(spec: EvaluationSpec) -> list[Task]:
     end = spec.seed_start + spec.seeds
     return [
-        (name, tier, policy, lo, min(end, lo + CHUNK_SEEDS))
+        (name, tier, lineup, policy, lo, min(end, lo + CHUNK_SEEDS))
         for name in spec.scenarios
         for tier in spec.tiers or (None,)
+        for lineup in spec.suppliers
         for policy in spec.policies
         for lo in range(spec.seed_start, end, CHUNK_SEEDS)
     ]
 
 
+def _task_model(task: Task) -> tuple[LLMSpec | None, LLMSpec | None]:
+    """The models a task's buyer and suppliers talk to (None: rules)."""
+    cfg = _CONFIGS[task[:3]]
+    buyer = llm_spec(_PLAYERS.get(task[3]) or {"policy": task[3]})
+    suppliers = None
+    if cfg.plays_llm_suppliers() and cfg.supplier_llm is not None:
+        suppliers = LLMSpec(cfg.supplier_llm.backend, cfg.supplier_llm.model)
+    return buyer, suppliers
+
+
+def _money(spec: LLMSpec, prompt: int, completion: int, prices: Prices) -> float:
+    p_in, p_out = prices.get(model_label(spec.model), (0.0, 0.0))
+    return (prompt * p_in + completion * p_out) / 1e6
+
+
+def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices) -> list[Outcome]:
+    """Episodes that all talk to one model (buyer, suppliers or both), played together:
+    every round of their turns is one call of the process's batching backend."""
+    from .interfaces.concurrent import run_episodes_concurrently
+    from .llm.shared import shared_batcher
+
+    keys = [
+        (task, seed, replay)
+        for task in tasks
+        for seed in range(task[4], task[5])
+        for replay in range(_STATE["replays"])
+    ]
+    out: list[Outcome] = []
+    for start in range(0, len(keys), LLM_BATCH_EPISODES):
+        batch = keys[start : start + LLM_BATCH_EPISODES]
+        seats: list[dict[str, Any]] = [{} for _ in batch]
+
+        def job(
+            seat: dict[str, Any], key: tuple[Task, int, int]
+        ) -> tuple[ScenarioConfig, Any, int]:
+            task, seed, replay = key
+
+            def factory(participant: LLMBackend) -> Any:
+                snapshot = _PLAYERS.get(task[3]) or {"policy": task[3]}
+                buyer_llm = llm_spec(snapshot) is not None
+                timed = Timed(
+                    build_policy(snapshot, seed, participant if buyer_llm else None), replay
+                )
+                seat.update(timed=timed, participant=participant)
+                return timed
+
+            return _CONFIGS[task[:3]], factory, seed
+
+        results = run_episodes_concurrently(
+            [job(seat, k) for seat, k in zip(seats, batch, strict=True)],
+            backend=shared_batcher(model),
+            record_steps=False,
+        )
+        for (task, seed, replay), res, seat in zip(batch, results, seats, strict=True):
+            stats = seat["participant"].stats  # one participant per episode
+            usage = {
+                "prompt_tokens": stats.prompt_tokens,
+                "completion_tokens": stats.completion_tokens,
+                "llm_calls": stats.requests,
+                "money": _money(model, stats.prompt_tokens, stats.completion_tokens, prices),
+            }
+            out.append(_outcome(task[:3], task[3], seed, replay, res, seat["timed"], **usage))
+    return out
+
+
+def _run_llm_mixed(task: Task, buyer: LLMSpec, suppliers: LLMSpec, prices: Prices) -> list[Outcome]:
+    """A buyer model against supplier models of another: one episode at a time, each
+    model through its own backend (their tokens counted apart)."""
+    from .llm import resolve_backend
+
+    b_backend = resolve_backend(buyer.backend, buyer.model, **dict(buyer.options))
+    s_backend = resolve_backend(suppliers.backend, suppliers.model)
+    snapshot = _PLAYERS.get(task[3]) or {"policy": task[3]}
+    out = []
+    for seed in range(task[4], task[5]):
+        for replay in range(_STATE["replays"]):
+            before = [(b.stats.prompt_tokens, b.stats.completion_tokens, b.stats.requests)
+                      for b in (b_backend, s_backend)]  # fmt: skip
+            timed = Timed(build_policy(snapshot, seed, b_backend), replay)
+            res = run_episode(
+                _CONFIGS[task[:3]],
+                timed,
+                seed,
+                record_steps=False,
+                llm_backend=s_backend,
+                world_key=_STATE["world_key"],
+            )
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "money": 0.0}
+            for backend, spec, (p0, c0, r0) in zip(
+                (b_backend, s_backend), (buyer, suppliers), before, strict=True
+            ):
+                p, c = backend.stats.prompt_tokens - p0, backend.stats.completion_tokens - c0
+                usage["prompt_tokens"] += p
+                usage["completion_tokens"] += c
+                usage["llm_calls"] += backend.stats.requests - r0
+                usage["money"] += _money(spec, p, c, prices)
+            out.append(_outcome(task[:3], task[3], seed, replay, res, timed, **usage))
+    return out
+
+
+def _run_llm(tasks: list[Task], prices: Prices, bar: Any) -> list[Outcome]:
+    groups: dict[LLMSpec, list[Task]] = defaultdict(list)
+    out: list[Outcome] = []
+    for task in tasks:
+        buyer, suppliers = _task_model(task)
+        if (
+            buyer is not None
+            and suppliers is not None
+            and (buyer.backend, buyer.model)
+            != (
+                suppliers.backend,
+                suppliers.model,
+            )
+        ):
+            chunk = _run_llm_mixed(task, buyer, suppliers, prices)
+            out.extend(chunk)
+            bar.update(len(chunk))
+            continue
+        model = buyer or suppliers
+        assert model is not None
+        groups[model].append(task)
+    for model, group in groups.items():
+        chunk = _run_llm_batched(model, group, prices)
+        out.extend(chunk)
+        bar.update(len(chunk))
+    return out
+
+
 def run_outcomes(
     spec: EvaluationSpec, *, workers: int = 1, progress: IO[str] | None = None
 ) -> list[Outcome]:
-    """Every episode of the spec, sorted; ``workers`` > 1 uses that many processes
-    (spawned: nothing of the caller's state, such as open connections, is inherited)."""
+    """Every episode of the spec, sorted. Rule-only episodes run in ``workers`` processes
+    when > 1 (spawned: nothing of the caller's state, such as open connections, is
+    inherited); episodes that call a model run here, batched per model."""
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise EvaluationError(
             [{"field": "workers", "message": f"A whole number from 1 to {MAX_WORKERS}."}]
         )
     configs = _configs(spec)
+    players = {p: spec.snapshot(p) for p in spec.policies}
     tasks = _tasks(spec)
+    initargs = (configs, players, spec.world_key, spec.replays)
+    _init_worker(*initargs)
+    llm_tasks = [t for t in tasks if _task_model(t) != (None, None)]
+    rule_tasks = [t for t in tasks if _task_model(t) == (None, None)]
     outcomes: list[Outcome] = []
     with tqdm(
         total=spec.episodes, unit="ep", file=progress, disable=progress is None, smoothing=0.1
     ) as bar:
-        if workers == 1 or len(tasks) == 1:
-            _init_worker(configs, spec.world_key)
-            for task in tasks:
+        if workers == 1 or len(rule_tasks) <= 1:
+            for task in rule_tasks:
                 chunk = _run_chunk(task)
                 outcomes.extend(chunk)
                 bar.update(len(chunk))
         else:
             ctx = multiprocessing.get_context("spawn")
-            initargs = (configs, spec.world_key)
-            with ctx.Pool(min(workers, len(tasks)), _init_worker, initargs) as pool:
-                for chunk in pool.imap_unordered(_run_chunk, tasks):
+            with ctx.Pool(min(workers, len(rule_tasks)), _init_worker, initargs) as pool:
+                for chunk in pool.imap_unordered(_run_chunk, rule_tasks):
                     outcomes.extend(chunk)
                     bar.update(len(chunk))
-    order = {(n, t, p): i for i, (n, t, p, *_) in enumerate(tasks)}
-    outcomes.sort(key=lambda o: (order[(o.scenario, o.tier, o.policy)], o.seed))
+        if llm_tasks:
+            outcomes.extend(_run_llm(llm_tasks, spec.prices, bar))
+    order = {task[:4]: i for i, task in enumerate(tasks)}
+    outcomes.sort(key=lambda o: (order[(o.scenario, o.tier, o.lineup, o.policy)], o.seed, o.replay))
     return outcomes
 
 
@@ -364,78 +682,15 @@ def summarise(
 def leaderboard(
     outcomes: Sequence[Outcome], *, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> list[dict[str, Any]]:
-    """One row per (scenario, tier, policy) in the order first seen, best mean score first
-    within each (scenario, tier)."""
-    groups: dict[tuple[str, str | None, str], list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[(o.scenario, o.tier, o.policy)].append(o)
-    rows = []
-    for (scenario, tier, policy), rs in groups.items():
-        numbers = summarise(
-            [asdict(o) for o in rs], key=f"{scenario}/{tier}/{policy}", resamples=resamples
-        )
-        rows.append({"scenario": scenario, "tier": tier, "policy": policy, **numbers})
-    place = {}
-    for r in rows:
-        place.setdefault((r["scenario"], r["tier"]), len(place))
-    rows.sort(key=lambda r: (place[(r["scenario"], r["tier"])], -(r["score"]["mean"] or 0.0)))
-    return rows
+    """One row per (scenario, tier, buyer), best mean first within each board, with the
+    paired difference against the best, ties, pass^k, worst case and cost (league.py)."""
+    return league_leaderboard(outcomes, resamples=resamples, summarise=summarise)
 
 
 # ----------------------------------------------------------------------------- ratings
-def buyer_result(o: Outcome) -> float:
-    """1 if the buyer kept the better side of the surplus, 0.5 for an even split, else 0."""
-    if o.deal_rate <= 0:
-        return 0.0
-    if math.isclose(o.buyer_share, 0.5, abs_tol=1e-9):
-        return 0.5
-    return 1.0 if o.buyer_share > 0.5 else 0.0
-
-
-def ratings(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
-    """Plackett-Luce ratings of buyer policies and supplier players (see the module
-    docstring for the matches), best ordinal (mu - 3 sigma) first."""
-    from openskill.models import PlackettLuce  # only evaluations need it
-
-    model = PlackettLuce()
-    players: dict[str, Any] = {}
-    kinds: dict[str, str] = {}
-    matches: dict[str, int] = defaultdict(int)
-
-    def player(name: str, kind: str) -> Any:
-        if name not in players:
-            players[name] = model.rating(name=name)
-            kinds[name] = kind
-        return players[name]
-
-    def play(names: list[str], kinds_: list[str], scores: list[float]) -> None:
-        teams = [[player(n, k)] for n, k in zip(names, kinds_, strict=True)]
-        for (rated,), name in zip(model.rate(teams, scores=scores), names, strict=True):
-            players[name] = rated
-            matches[name] += 1
-
-    by_match: dict[tuple[str, str | None, int], list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        by_match[(o.scenario, o.tier, o.seed)].append(o)
-    for rs in by_match.values():  # insertion order: the outcomes' own (sorted) order
-        if len(rs) > 1:
-            play([o.policy for o in rs], ["buyer"] * len(rs), [o.score for o in rs])
-        for o in rs:
-            b = buyer_result(o)
-            play([o.policy, o.opponent], ["buyer", "supplier"], [b, 1.0 - b])
-    out = [
-        {
-            "player": name,
-            "kind": kinds[name],
-            "mu": r.mu,
-            "sigma": r.sigma,
-            "ordinal": r.ordinal(),
-            "matches": matches[name],
-        }
-        for name, r in players.items()
-    ]
-    out.sort(key=lambda e: -e["ordinal"])
-    return out
+def ratings(outcomes: Sequence[Outcome], extra: Sequence[Outcome] = ()) -> list[dict[str, Any]]:
+    """openskill ratings, buyers and suppliers in separate pools (league.ratings)."""
+    return league_ratings(outcomes, extra)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -445,6 +700,9 @@ class EvaluationResult:
     leaderboard: list[dict[str, Any]]
     ratings: list[dict[str, Any]]
     seconds: float
+    matrix: list[dict[str, Any]] = field(default_factory=list)
+    suppliers: list[dict[str, Any]] = field(default_factory=list)
+    paired: bool = True  # every seed drew one world for every buyer (checked, not assumed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -453,45 +711,110 @@ class EvaluationResult:
             "seconds": round(self.seconds, 3),
             "leaderboard": self.leaderboard,
             "ratings": self.ratings,
+            "matrix": self.matrix,
+            "suppliers": self.suppliers,
+            "paired": self.paired,
         }
 
 
+def seeds_paired(outcomes: Sequence[Outcome]) -> bool:
+    """Whether, per (scenario, tier, line-up, seed), every buyer and replay saw one world."""
+    worlds: dict[tuple, set[str]] = defaultdict(set)
+    for o in outcomes:
+        worlds[(o.scenario, o.tier, o.lineup, o.seed)].add(o.world)
+    return all(len(w) == 1 for w in worlds.values())
+
+
 def evaluate(
-    spec: EvaluationSpec, *, workers: int = 1, progress: IO[str] | None = None
+    spec: EvaluationSpec,
+    *,
+    workers: int = 1,
+    progress: IO[str] | None = None,
+    extra_ratings: Sequence[Outcome] = (),
 ) -> EvaluationResult:
-    """Run the spec's episodes, then aggregate and rate them."""
+    """Run the spec's episodes, then aggregate and rate them. ``extra_ratings`` (stored
+    human-seat episodes) join the buyers' rating matches only."""
     t0 = time.perf_counter()
     outcomes = run_outcomes(spec, workers=workers, progress=progress)
     return EvaluationResult(
-        spec, leaderboard(outcomes), ratings(outcomes), time.perf_counter() - t0
+        spec,
+        leaderboard(outcomes),
+        ratings(outcomes, extra_ratings),
+        time.perf_counter() - t0,
+        matrix(outcomes),
+        supplier_table(outcomes, resamples=BOOTSTRAP_RESAMPLES),
+        seeds_paired(outcomes),
     )
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
 
 
 def format_leaderboard(rows: Sequence[Mapping[str, Any]]) -> str:
     """The leaderboard as a plain-text table (for the terminal)."""
-
-    def num(x: float | None, digits: int = 3) -> str:
-        return "—" if x is None else f"{x:.{digits}f}"
-
+    num = _num
     names = [
         r["scenario"] if r.get("tier") is None else f"{r['scenario']}@{r['tier']}" for r in rows
     ]
     w = max([22, *map(len, names)])
+    p = max([15, *(len(r["policy"]) + 2 for r in rows)])
     head = (
-        f"{'scenario':<{w}} {'policy':<15} {'n':>5} {'score':>6} {'95% CI (bootstrap)':>19} "
-        f"{'deal':>5} {'b.share':>7} {'m.loss':>6} {'rounds':>6} {'invalid':>7}"
+        f"{'scenario':<{w}} {'policy':<{p}} {'n':>5} {'score':>6} {'95% CI (bootstrap)':>19} "
+        f"{'vs best [95% CI]':>24} {'pass^k':>8} {'worst (line-up)':>24} "
+        f"{'deal':>5} {'b.share':>7} {'m.loss':>6} {'rounds':>6} {'invalid':>7} "
+        f"{'tok in/out':>13} {'dec p50/p95 ms':>15} {'$/ep':>8}"
     )
     lines = [head, "-" * len(head)]
     for r, name in zip(rows, names, strict=True):
         s = r["score"]
         ci = f"[{num(s['ci_low'])}, {num(s['ci_high'])}]"
+        d = r.get("vs_best") or {}
+        diff = (
+            "best"
+            if r.get("best")
+            else (f"{num(d.get('mean'))} [{num(d.get('ci_low'))}, {num(d.get('ci_high'))}]")
+        )
+        tie = "=" if r.get("tied") else " "
+        pk = r.get("pass_k") or {}
+        passk = f"{num(pk.get('value'), 2)}^{pk.get('k', 1)}" if pk else "—"
+        worst = r.get("worst") or {}
+        worst_s = f"{num(worst.get('score'))} ({worst.get('lineup', '—')})"[:24]
+        c = r.get("cost") or {}
+        tokens = f"{num(c.get('prompt_tokens'), 0)}/{num(c.get('completion_tokens'), 0)}"
+        dec = f"{num(_ms(c.get('decision_p50_s')), 1)}/{num(_ms(c.get('decision_p95_s')), 1)}"
         lines.append(
-            f"{name:<{w}} {r['policy']:<15} {r['episodes']:>5} {num(s['mean']):>6} {ci:>19} "
+            f"{name:<{w}} {tie + r['policy']:<{p}} {r['episodes']:>5} {num(s['mean']):>6} "
+            f"{ci:>19} {diff:>24} {passk:>8} {worst_s:>24} "
             f"{num(r['deal_rate'], 2):>5} {num(r['buyer_share']):>7} "
             f"{num(r['mutual_loss'], 2):>6} {num(r['rounds_per_deal'], 1):>6} "
-            f"{num(r['invalid_action_rate']):>7}"
+            f"{num(r['invalid_action_rate']):>7} {tokens:>13} {dec:>15} "
+            f"{num(c.get('money'), 4):>8}"
         )
+    lines.append("= tied with the best: the paired 95 % CI of the difference reaches 0.")
     return "\n".join(lines)
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else x * 1000
+
+
+def format_matrix(boards: Sequence[Mapping[str, Any]]) -> str:
+    """Each board's buyers x supplier line-ups mean scores (for the terminal)."""
+    out = []
+    for b in boards:
+        label = b["scenario"] if b.get("tier") is None else f"{b['scenario']}@{b['tier']}"
+        w = max([14, *(len(n) for n in b["buyers"])])
+        cols = [max(8, len(s)) for s in b["suppliers"]]
+        out.append(f"{label}: buyers x suppliers (mean score)")
+        out.append(
+            f"{'':<{w}} " + " ".join(f"{s:>{c}}" for s, c in zip(b["suppliers"], cols, strict=True))
+        )
+        for name, row in zip(b["buyers"], b["score"], strict=True):
+            cells = " ".join(f"{_num(v):>{c}}" for v, c in zip(row, cols, strict=True))
+            out.append(f"{name:<{w}} {cells}")
+        out.append("")
+    return "\n".join(out).rstrip()
 
 
 def format_ratings(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -512,9 +835,9 @@ __all__ = [
     "EvaluationSpec",
     "Outcome",
     "build_spec",
-    "buyer_result",
     "evaluate",
     "format_leaderboard",
+    "format_matrix",
     "format_ratings",
     "headless_policies",
     "leaderboard",

@@ -22,8 +22,11 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "policies",
             "scenarios",
             "tiers",
+            "suppliers",
             "seeds",
             "seed_start",
+            "replays",
+            "prices",
             "sealed",
             "workers",
             "episodes",
@@ -37,15 +40,24 @@ class EvaluationSerializer(serializers.ModelSerializer):
 
 class EvaluationDetailSerializer(EvaluationSerializer):
     class Meta(EvaluationSerializer.Meta):
-        fields = [*EvaluationSerializer.Meta.fields, "leaderboard", "ratings"]
+        fields = [
+            *EvaluationSerializer.Meta.fields,
+            "leaderboard",
+            "ratings",
+            "matrix",
+            "supplier_table",
+        ]
         read_only_fields = fields
 
 
 class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Stored policy evaluations: the list, and one with its leaderboard (per scenario,
-    tier and policy: mean score with a bootstrap 95 % CI, deal rate, buyer share, mutual
-    loss, rounds per deal, invalid-action rate) and cross-play ratings (mu, sigma,
-    ordinal). Read-only: evaluations are run with ``manage.py evaluate``."""
+    """Stored evaluations: the list, and one with its league tables: the leaderboard (per
+    scenario, tier and buyer: mean score with a bootstrap 95 % CI, the paired difference
+    against the best with its CI and the tie mark, pass^k, the worst supplier line-up,
+    cost, deal rate, buyer share, mutual loss, rounds per deal, invalid-action rate), the
+    buyers x suppliers matrix, the suppliers' table, and ratings (mu, sigma, ordinal,
+    matches; buyers and suppliers rated apart). Read-only: evaluations are run with
+    ``manage.py evaluate``."""
 
     permission_classes = [RolePermission]
     lookup_value_regex = ID_REGEX

@@ -22,6 +22,10 @@ def evaluation_detail(request: HttpRequest, evaluation_id: int) -> HttpResponse:
     context = {
         "evaluation": evaluation,
         "sections": evaluation_sections(evaluation),
-        "page": {"leaderboard": evaluation.leaderboard, "ratings": evaluation.ratings},
+        "page": {
+            "leaderboard": evaluation.leaderboard,
+            "ratings": evaluation.ratings,
+            "matrix": evaluation.matrix,
+        },
     }
     return render(request, "procurement/evaluation_detail.html", context)

@@ -14,7 +14,6 @@ from negotiation.evaluation import (
     EvaluationError,
     Outcome,
     build_spec,
-    buyer_result,
     evaluate,
     format_leaderboard,
     format_ratings,
@@ -118,23 +117,18 @@ def test_ratings_order_is_sensible(result):
     assert (
         by_name["expert"]["kind"] == "buyer" and by_name["persona:hardball"]["kind"] == "supplier"
     )
-    # 24 (scenario, seed) matches among buyers + 24 persona matches per buyer.
-    assert by_name["expert"]["matches"] == 48
+    # Buyers only among buyers: 24 (scenario, seed) matches. Suppliers only among
+    # suppliers: one match per (seed, buyer), both personas facing that buyer.
+    assert by_name["expert"]["matches"] == 24
     assert by_name["persona:hardball"]["matches"] == 4 * 12
-    assert [r["ordinal"] for r in result.ratings] == sorted(
-        (r["ordinal"] for r in result.ratings), reverse=True
-    )
+    kinds = [r["kind"] for r in result.ratings]
+    assert kinds == sorted(kinds)  # the buyers' pool, then the suppliers'
+    buyers = [r["ordinal"] for r in result.ratings if r["kind"] == "buyer"]
+    assert buyers == sorted(buyers, reverse=True)
 
 
 def _outcome(policy, score, deal=1.0, share=0.8, seed=0, opponent="persona:hardball"):
     return Outcome("bilateral", None, policy, seed, score, deal, share, 0.0, 3.0, 0.0, opponent)
-
-
-def test_buyer_vs_supplier_result():
-    assert buyer_result(_outcome("x", 0.9, share=0.8)) == 1.0
-    assert buyer_result(_outcome("x", 0.6, share=0.2)) == 0.0
-    assert buyer_result(_outcome("x", 0.7, share=0.5)) == 0.5
-    assert buyer_result(_outcome("x", 0.0, deal=0.0, share=0.0)) == 0.0
 
 
 def test_ratings_separate_a_winner_from_a_loser():
@@ -145,8 +139,8 @@ def test_ratings_separate_a_winner_from_a_loser():
             _outcome("bad", 0.1, share=0.1, seed=seed),
         ]
     r = {x["player"]: x for x in ratings(outcomes)}
-    assert r["good"]["ordinal"] > r["persona:hardball"]["mu"] - 3 * r["persona:hardball"]["sigma"]
     assert r["good"]["mu"] > 25 > r["bad"]["mu"]
+    assert r["good"]["matches"] == 20
 
 
 def test_tiers_run_each_scenario_at_each_tier():
@@ -191,11 +185,10 @@ def test_all_means_every_rule_preset():
     ("kwargs", "field", "text"),
     [
         ({"policies": "expert,human"}, "policies", "needs a person"),
-        ({"policies": "llm"}, "policies", "language-model backend"),
+        ({"policies": "ghost"}, "policies", "Unknown policy 'ghost'"),
         ({"policies": "oracle"}, "policies", "benchmarks only"),
         ({"policies": " , "}, "policies", "at least one policy"),
         ({"scenarios": "nope"}, "scenarios", "Unknown scenario 'nope'"),
-        ({"scenarios": "llm_bilateral"}, "scenarios", "language model"),
         ({"scenarios": ""}, "scenarios", "at least one scenario"),
         ({"seeds": 0}, "seeds", "from 1 to"),
         ({"seeds": 10**6}, "seeds", "from 1 to"),

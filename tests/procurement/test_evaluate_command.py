@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from negotiation import load_scenario, run_episode
-from procurement.models import Evaluation, Scenario
+from procurement.models import Evaluation, PolicyConfig, Scenario
 
 
 def _call(*args: str) -> tuple[str, str]:
@@ -90,10 +90,14 @@ def test_evaluate_takes_a_stored_scenario_copy(seeded) -> None:
     ("args", "message"),
     [
         (["--policies", "expert,human"], "--policies: 'human' needs a person"),
-        (["--policies", "llm"], "--policies: 'llm' needs a language-model backend"),
+        (["--policies", "ghost"], "--policies: Unknown policy 'ghost'"),
         (["--policies", "nope"], "--policies: Unknown policy 'nope'"),
         (["--scenarios", "nope"], "--scenarios: Unknown scenario 'nope'"),
-        (["--scenarios", "llm_bilateral"], "language model"),
+        (["--suppliers", "stubborn"], "--suppliers: Unknown supplier line-up 'stubborn'"),
+        (["--suppliers", "llm:/no/such/model"], "--suppliers: 'llm:/no/such/model': model"),
+        (["--replays", "0"], "--replays: A whole number from 1"),
+        (["--price", "smollm2"], "is not MODEL=IN"),
+        (["--price", "smollm2=-1"], "prices are numbers >= 0"),
         (["--seeds", "0"], "--seeds: A whole number from 1"),
         (["--seeds", "many"], "'many' is not a whole number"),
         (["--seeds", "20000"], "--seeds: A whole number from 1"),
@@ -122,3 +126,44 @@ def test_a_sealed_evaluation_plays_held_out_worlds(settings) -> None:
     mean = [e.leaderboard[0]["score"]["mean"] for e in (public, sealed)]
     expected = sum(run_episode("easy_negotiation", "expert", s).score for s in range(3)) / 3
     assert mean[0] == pytest.approx(expected) and mean[1] != pytest.approx(expected)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("backend", "model", "message"),
+    [
+        ("transformers", "/no/such/model", "not a local Hugging Face folder"),
+        ("openai_compatible", "http://127.0.0.1:9/v1", "unreachable"),
+    ],
+)
+def test_a_stored_llm_policy_with_no_model_is_refused_before_anything_runs(
+    backend, model, message
+) -> None:
+    PolicyConfig.objects.create(name="ghost", policy="llm", backend=backend, model=model)
+    with pytest.raises(CommandError, match=f"--policies: 'ghost': .*{message}"):
+        _call("--policies", "expert,ghost", "--scenarios", "bilateral", "--seeds", "2")
+    assert Evaluation.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_stored_policies_play_line_ups_and_the_league_tables_are_stored() -> None:
+    PolicyConfig.objects.create(name="expert-copy", policy="expert")
+    text, _ = _call(
+        "--policies", "expert,expert-copy,random",
+        "--scenarios", "bilateral",
+        "--suppliers", "cooperative,hardball",
+        "--seeds", "4", "--replays", "2",
+        "--price", "smollm2=0.1:0.4",
+    )  # fmt: skip
+    e = Evaluation.objects.get()
+    assert (e.suppliers, e.replays, e.episodes) == (["cooperative", "hardball"], 2, 48)
+    assert e.prices == {"smollm2": [0.1, 0.4]}
+    rows = {r["policy"]: r for r in e.leaderboard}
+    assert rows["expert"]["tied"] and rows["expert-copy"]["tied"] and not rows["random"]["tied"]
+    assert rows["expert"]["pass_k"]["k"] == 2
+    (board,) = e.matrix
+    assert board["buyers"] == ["expert", "expert-copy", "random"]
+    assert board["suppliers"] == ["cooperative", "hardball"]
+    assert {r["lineup"] for r in e.supplier_table} == {"cooperative", "hardball"}
+    assert {r["kind"] for r in e.ratings} == {"buyer", "supplier"}
+    assert "buyers x suppliers" in text and "tied with the best" in text

@@ -130,3 +130,39 @@ def test_admin_shows_evaluations_read_only(user_with_role, evaluation) -> None:
     assert client.get("/admin/procurement/evaluation/").status_code == 200
     assert client.get(f"/admin/procurement/evaluation/{evaluation.pk}/change/").status_code == 200
     assert client.get("/admin/procurement/evaluation/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_matrix_ties_worst_case_cost_and_suppliers(user_with_role) -> None:
+    evaluation = evaluation_create(
+        policies="expert,random",
+        scenarios="bilateral",
+        suppliers="cooperative,hardball",
+        seeds=3,
+    )
+    html = (
+        _client(user_with_role, "analyst")
+        .get(reverse("evaluation-page", args=[evaluation.pk]))
+        .content.decode()
+    )
+    assert 'id="matrix-0"' in html and 'data-matrix="0"' in html  # the heatmap's place
+    assert "paired seeds" in html and "vs best" in html and "pass^k" in html
+    rows = {r["policy"]: r for r in evaluation.leaderboard}
+    assert '<tr class="tied"><td><span title="tied with the best">= </span>expert' in html
+    worst = rows["expert"]["worst"]
+    assert f"{worst['score']:.3f} vs {worst['lineup']}" in html
+    assert "Supplier line-ups: surplus kept" in html and "persona:cooperative" in html
+    assert "Money / episode" in html and "Decision p50 / p95 (ms)" in html
+    assert '"matrix": [{' in html and '"suppliers": ["cooperative", "hardball"]' in html
+
+
+@pytest.mark.django_db
+def test_api_shows_the_league_tables(api_client_for) -> None:
+    evaluation = evaluation_create(
+        policies="expert", scenarios="bilateral", suppliers="hardball", seeds=2
+    )
+    body = api_client_for("analyst").get(f"/api/evaluations/{evaluation.pk}/").json()
+    assert body["suppliers"] == ["hardball"] and body["replays"] == 1
+    assert body["matrix"][0]["buyers"] == ["expert"]
+    assert body["supplier_table"][0]["lineup"] == "hardball"
+    assert body["leaderboard"][0]["tied"] is True

@@ -1,25 +1,65 @@
+import argparse
+import math
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand
 
-from negotiation.evaluation import format_leaderboard, format_ratings
+from negotiation.evaluation import format_leaderboard, format_matrix, format_ratings
 from procurement.management.arguments import integer, option_error, seed
-from procurement.services.evaluations import evaluation_create
+
+
+def price(text: str) -> tuple[str, tuple[float, float]]:
+    """MODEL=IN[:OUT]: money per million tokens in (prompt) and out (completion)."""
+    model, sep, value = text.partition("=")
+    parts = value.split(":")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if not sep or not model.strip() or len(numbers) not in (1, 2):
+        raise argparse.ArgumentTypeError(f"'{text}' is not MODEL=IN[:OUT], e.g. smollm2=0.1:0.4.")
+    if not all(math.isfinite(n) and n >= 0 for n in numbers):
+        raise argparse.ArgumentTypeError(f"prices are numbers >= 0; got {text}.")
+    return model.strip(), (numbers[0], numbers[-1])
 
 
 class Command(BaseCommand):
     help = (
-        "Evaluate rule buyer policies on scenarios x seeds (headless, optionally in parallel): "
-        "print and store a leaderboard with bootstrap 95 % CIs and openskill cross-play "
-        "ratings. Rule policies only: 'human' and 'llm' cannot run headless."
+        "Evaluate buyers (rule policies and stored policy configs, LLM ones included) against "
+        "supplier line-ups on scenarios x paired seeds: print and store a leaderboard with "
+        "bootstrap 95 % CIs, paired differences against the best and ties, pass^k, worst "
+        "case and cost, the buyers x suppliers matrix, and openskill ratings (buyers and "
+        "suppliers apart)."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--policies", required=True, help="comma-separated policy names")
+        parser.add_argument(
+            "--policies",
+            required=True,
+            help="comma-separated buyers: rule policy names or stored policy configs",
+        )
         parser.add_argument(
             "--scenarios", required=True, help="comma-separated scenario names, or 'all' presets"
         )
+        parser.add_argument(
+            "--suppliers",
+            default="",
+            help="comma-separated supplier line-ups: 'scenario' (as configured), rule or field "
+            "personas (hardball, ...), llm:<model> or llm:<backend>:<model>",
+        )
         parser.add_argument("--seeds", type=integer, required=True, help="seeds per cell")
         parser.add_argument("--seed-start", type=seed, default=0)
+        parser.add_argument(
+            "--replays", type=integer, default=1, help="plays per seed (sampled models: pass^k)"
+        )
+        parser.add_argument(
+            "--price",
+            type=price,
+            action="append",
+            default=[],
+            metavar="MODEL=IN[:OUT]",
+            help="money per million tokens for a model (repeatable); local models cost 0",
+        )
         parser.add_argument(
             "--tiers", default="", help="comma-separated curriculum tiers (novice ... master)"
         )
@@ -32,20 +72,23 @@ class Command(BaseCommand):
         )
         parser.add_argument("--name", default="")
 
-    def handle(
-        self, *args, policies, scenarios, seeds, seed_start, tiers, workers, name, sealed, **opts
-    ):
+    def handle(self, *args, workers, price, **opts):
+        from procurement.services.evaluations import evaluation_create
+
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
         try:
             evaluation = evaluation_create(
-                policies=policies,
-                scenarios=scenarios,
-                seeds=seeds,
-                seed_start=seed_start,
-                tiers=tiers,
+                policies=opts["policies"],
+                scenarios=opts["scenarios"],
+                suppliers=opts["suppliers"],
+                seeds=opts["seeds"],
+                seed_start=opts["seed_start"],
+                replays=opts["replays"],
+                prices=dict(price),
+                tiers=opts["tiers"],
                 workers=workers,
-                name=name,
-                sealed=sealed,
+                name=opts["name"],
+                sealed=opts["sealed"],
                 progress=self.stderr,
             )
         except ValidationError as exc:
@@ -56,5 +99,10 @@ class Command(BaseCommand):
         )
         self.stdout.write(format_leaderboard(evaluation.leaderboard))
         self.stdout.write("")
-        self.stdout.write("Cross-play ratings (openskill Plackett-Luce; ordinal = mu - 3 sigma):")
+        self.stdout.write(format_matrix(evaluation.matrix))
+        self.stdout.write("")
+        self.stdout.write(
+            "Ratings (openskill Plackett-Luce; ordinal = mu - 3 sigma; buyers and suppliers "
+            "rated apart):"
+        )
         self.stdout.write(format_ratings(evaluation.ratings))

@@ -1,5 +1,6 @@
-// The evaluation page: mean score with its bootstrap 95 % CI per policy and scenario, and
-// the cross-play ratings (mu with +-sigma), drawn from the stored evaluation.
+// The evaluation page: mean score with its bootstrap 95 % CI per policy and scenario, the
+// ratings (mu with +-sigma), and per scenario the buyers x suppliers matrix as a heatmap,
+// drawn from the stored evaluation.
 "use strict";
 (function () {
   const page = JSON.parse(document.getElementById("evaluation-page").textContent);
@@ -45,4 +46,22 @@
     margin: { t: 10, r: 10, b: 110, l: 45 },
     yaxis: { title: { text: "rating μ ± σ" } }, legend: { orientation: "h", y: 1.15 },
   }, config);
+
+  const boards = page.matrix || [];
+  document.querySelectorAll(".matrix-chart").forEach((el) => {
+    const board = boards[Number(el.dataset.matrix)];
+    if (!board) return;
+    const text = board.score.map((row) => row.map((v) => (v == null ? "–" : v.toFixed(3))));
+    Plotly.newPlot(el, [{
+      type: "heatmap", z: board.score, x: board.suppliers, y: board.buyers,
+      zmin: 0, zmax: 1, colorscale: "Viridis", text, texttemplate: "%{text}",
+      customdata: board.n,
+      hovertemplate: "%{y} vs %{x}<br>mean score %{z:.3f}<br>%{customdata} episodes<extra></extra>",
+      colorbar: { title: { text: "score" } },
+    }], {
+      margin: { t: 10, r: 10, b: 60, l: 110 },
+      height: 120 + 40 * board.buyers.length,
+      xaxis: { title: { text: "supplier line-up" } }, yaxis: { autorange: "reversed" },
+    }, config);
+  });
 })();
