@@ -190,7 +190,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
         s = c["score"]
         lines.append(
             f"| {c['preset']} | {c['policy']} | {c['episodes']} | {num(s['mean'])} "
-            f"[{num(s['low'])}, {num(s['high'])}] | {num(c['deal_rate'])} | "
+            f"[{num(s['ci_low'])}, {num(s['ci_high'])}] | {num(c['deal_rate'])} | "
             f"{num(c['buyer_share'])} | {num(c['invalid_action_rate'])} | "
             f"{num(c['fallback_rate'])} |"
         )
@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     folders, curves = train(args, args.out)
     trained = time.perf_counter()
     table = evaluate(args, folders)
+    (args.out / "table.json").write_text(json.dumps(table, indent=2))
     text = markdown(table)
     print(text)
     result = {
