@@ -3,8 +3,8 @@ baselines, on held-out seeds never used in training, everything in ONE run.
 
 1. Data: the expert plays ``--train-episodes`` seeds of each ``--train-presets`` preset
    (seeds 0..N-1), rendered by ``chat_examples`` exactly as the LLM buyer plays.
-2. SFT from SmolLM2 (``--sft-steps``, LoRA unless ``--full``), then GRPO from the SFT
-   folder (``--grpo-steps``, rows = ``--grpo-seeds`` seeds after the SFT ones, groups of
+2. SFT from SmolLM2 (``--sft-steps``, full tuning unless ``--lora``), then GRPO from the
+   SFT folder (``--grpo-steps``, rows = ``--grpo-seeds`` seeds after the SFT ones, groups of
    ``--num-generations`` replies per decision point).
 3. Evaluation on ``--eval-seeds`` seeds from HELD_OUT (100000 up, disjoint from every
    training seed) of each ``--eval-presets`` preset: the three SmolLM2 buyers (free mode,
@@ -86,7 +86,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
 
     common = {
         "device": args.device,
-        "lora": not args.full,
+        "lora": args.lora,
         "max_prompt_chars": args.max_prompt_chars,
     }
     started = time.perf_counter()
@@ -190,7 +190,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
         s = c["score"]
         lines.append(
             f"| {c['preset']} | {c['policy']} | {c['episodes']} | {num(s['mean'])} "
-            f"[{num(s['low'])}, {num(s['high'])}] | {num(c['deal_rate'])} | "
+            f"[{num(s['ci_low'])}, {num(s['ci_high'])}] | {num(c['deal_rate'])} | "
             f"{num(c['buyer_share'])} | {num(c['invalid_action_rate'])} | "
             f"{num(c['fallback_rate'])} |"
         )
@@ -222,9 +222,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--train-episodes", type=int, default=8, help="expert episodes per preset")
     p.add_argument("--train-presets", type=lambda s: s.split(","), default=list(BILATERAL))
     p.add_argument("--sft-steps", type=int, default=30)
-    p.add_argument("--sft-lr", type=float, default=2e-4)
+    p.add_argument("--sft-lr", type=float, default=5e-5, help="2e-4 suits --lora")
     p.add_argument("--grad-accum", type=int, default=1)
-    p.add_argument("--full", action="store_true", help="full fine-tuning instead of LoRA")
+    p.add_argument("--lora", action="store_true", help="LoRA (merged) instead of full tuning")
     p.add_argument("--grpo-steps", type=int, default=4, help="0 skips GRPO")
     p.add_argument("--grpo-lr", type=float, default=2e-5)
     p.add_argument("--grpo-seeds", type=int, default=2, help="GRPO rows per preset")
@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     folders, curves = train(args, args.out)
     trained = time.perf_counter()
     table = evaluate(args, folders)
+    (args.out / "table.json").write_text(json.dumps(table, indent=2))
     text = markdown(table)
     print(text)
     result = {
