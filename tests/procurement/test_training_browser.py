@@ -90,6 +90,7 @@ def test_ops_train_from_the_page_and_get_a_policy(page, site) -> None:
     page.click("#lineage-details summary")
     lineage = json.loads(page.locator("#lineage").text_content())
     assert lineage["steps"] == 4 and lineage["base"] == "tiny" and lineage["kind"] == "sft"
+    assert page.locator("#lineage-steps").text_content() == "4 of 4"  # not the load-time 0
     link = page.locator("#policy-link")
     assert link.is_visible() and "tiny-from-page" in link.text_content()
     page.wait_for_selector("#loss-chart .main-svg")

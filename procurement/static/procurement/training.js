@@ -35,6 +35,7 @@
     $("progress-bar").style.width = `${pct}%`;
     $("progress-bar").parentElement.setAttribute("aria-valuenow", Math.round(pct));
     $("progress-text").textContent = `step ${r.step} of ${r.max_steps} (${pct.toFixed(0)} %)`;
+    $("lineage-steps").textContent = `${r.step} of ${r.max_steps}`;  // the server drew it at load
     $("status").textContent = r.status;
     $("status").className = `badge ${r.status}`;
     $("log-tail").textContent = r.log_tail;
