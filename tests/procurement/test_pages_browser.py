@@ -324,6 +324,13 @@ def test_a_long_episode_fills_in_page_by_page_after_a_reconnect(page, site) -> N
     page.route_web_socket(re.compile(r"/ws/episodes/"), stream)
     page.goto(f"{site.url}/episodes/{episode_id}/")
     page.wait_for_function("document.querySelectorAll('#timeline tbody tr').length === 543")
+    # The page may fill the hole from the API before its socket reconnects (both paths
+    # are the page's own): wait for the reconnect, whose resume must add no row twice.
+    for _ in range(300):
+        if len(connections) == 2:
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(500)  # the resume's pages, if any, have landed
     steps = page.locator("#timeline tbody tr").evaluate_all(
         "rows => rows.map(r => +r.dataset.step)"
     )
