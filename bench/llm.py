@@ -35,16 +35,11 @@ from negotiation import get_policy, load_scenario, run_episode
 from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm import ChatResult, LLMBackend
 from negotiation.llm.registry import get_backend
+from negotiation.scenarios import bilateral_presets
 from negotiation.stats import bootstrap_mean_ci
 
 PRESET = "bilateral"
-BILATERAL = (
-    "bilateral",
-    "bilateral_cooperative",
-    "bilateral_hardball",
-    "bilateral_deceptive",
-    "bilateral_distressed",
-)
+BILATERAL = bilateral_presets()
 BASELINES = ("expert", "always_accept", "random")
 
 

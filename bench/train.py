@@ -33,6 +33,7 @@ from negotiation.evaluation import summarise
 from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm.models import smollm2_folder
 from negotiation.llm.registry import get_backend
+from negotiation.scenarios import bilateral_presets
 from negotiation.training import (
     EpisodeSource,
     TrainHooks,
@@ -41,13 +42,7 @@ from negotiation.training import (
     run_training,
 )
 
-BILATERAL = (
-    "bilateral",
-    "bilateral_cooperative",
-    "bilateral_hardball",
-    "bilateral_deceptive",
-    "bilateral_distressed",
-)
+BILATERAL = bilateral_presets()
 BASELINES = ("expert", "always_accept", "random")
 HELD_OUT = 100_000  # evaluation seeds start here; training seeds stay below
 METRICS = ("deal_rate", "buyer_share", "invalid_action_rate", "fallback_rate")

@@ -149,6 +149,13 @@ def list_presets(*, include_llm: bool = True) -> list[str]:
     return [name for name in PRESETS if include_llm or name not in LLM_PRESETS]
 
 
+def bilateral_presets() -> tuple[str, ...]:
+    """The rule presets of one buyer and one seller (the benches' bilateral tables)."""
+    return tuple(
+        n for n in list_presets(include_llm=False) if PRESETS[n].get("mode") == "bilateral"
+    )
+
+
 def _preset(name: str) -> dict[str, Any]:
     """The stored preset itself (never to be changed), or an error naming the presets."""
     if name not in PRESETS:
