@@ -37,3 +37,10 @@ def metric(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:,.0f}"
     return str(value)
+
+
+@register.filter
+def milliseconds(seconds: float | None) -> str:
+    """Seconds as milliseconds with one decimal, so a rule policy's sub-millisecond
+    decision does not read as 0."""
+    return "\N{EN DASH}" if seconds is None else f"{seconds * 1000:,.1f}"
