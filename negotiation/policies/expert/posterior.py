@@ -47,6 +47,7 @@ mirrored against the seller's answer a window back (offer T-1 for a window of 2,
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
@@ -95,9 +96,17 @@ SAMPLE = 1000  # consistent sets it is weighed over, evenly spread
 # steps, 10 raises), and the 300-seed run took 169 s instead of 212 s.
 PRE_KEEP = 300
 PRE_SAMPLE = 400
-PRE_STEPS = 20
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
+# A thread's sets are searched once, CARRY_FROM counters before the seller's patience (the
+# expert's first planned offer), and from then on carried: each later decision re-tests
+# them against its new counter (thread_fits).
+CARRY_FROM = 3
+# The closing offer refines CLOSE_DEEPER times around the CLOSE_TOP sets with the highest
+# lines (closing_fits): the highest line is what the offer must cover.
+CLOSE_TOP = 64
+CLOSE_DEEPER = 2
+NEWTON = 6  # Newton steps for a line inside the tit-for-tat band (_lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +265,86 @@ def _onto_box(sff, f, g, y, w, floor, box: Floors):
     return np.clip(w_in, W_MIN, 1.0), f_in
 
 
+FINE = 4**DEEPEST  # the lattice as integers at the finest step: exact de-duplication
+R0, B0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
+SR = (math.log(RECIPROCITY[1]) - R0) / ((COARSE - 1) * FINE)
+SB = (math.log(BETA[1]) - B0) / ((COARSE - 1) * FINE)
+PAD = 2 * FINE  # lattice keys: (i, j) shifted clear of any refinement's offsets
+SPAN = (COARSE + 4) * FINE
+
+
+class Found(NamedTuple):
+    """Consistent sets with their lattice points: integers (i, j) at the finest step, and
+    the step each was found at (a refinement around it divides it by 4)."""
+
+    fits: Consistent
+    i: np.ndarray
+    j: np.ndarray
+    step: np.ndarray
+
+    def take(self, idx: np.ndarray) -> Found:
+        return Found(self.fits.take(idx), self.i[idx], self.j[idx], self.step[idx])
+
+
+def _at(h: History, anchor: float, patience: int, box: Floors, d: int, i, j):
+    """_residuals at lattice points (i, j)."""
+    return _residuals(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + j * SB))
+
+
+def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice points within two steps of each (i, j), each once."""
+    offs = np.arange(-2, 3) * step
+    keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
+    keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
+    return keys // SPAN - PAD, keys % SPAN - PAD
+
+
+def _found(rows: list[tuple]) -> Found:
+    """A Found from (window, i, j, step, weight, floor) rows of arrays."""
+    if not rows:
+        e = np.empty(0)
+        return Found(Consistent(e.astype(int), e, e, e, e), e.astype(np.int64), e, e)
+    d, i, j, step, w, floor = (np.concatenate(c) for c in zip(*rows, strict=True))
+    fits = Consistent(d.astype(int), np.exp(R0 + i * SR), np.exp(B0 + j * SB), w, floor)
+    return Found(fits, i, j, step)
+
+
+def search(
+    h: History,
+    anchor: float,
+    patience: int,
+    floors: Floors,
+    keep: int = KEEP,
+    refinements: int = REFINEMENTS,
+) -> Found:
+    """consistent_fits with the lattice points the sets were found at."""
+    box = Floors(floors.least, min(anchor, floors.most))
+    grid = np.arange(COARSE) * FINE
+    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
+    rows = []
+    for d in WINDOWS:
+        i, j, step, slack = i0, j0, FINE, SLACK * anchor
+        for level in range(DEEPEST + 1):
+            floor, w, err = _at(h, anchor, patience, box, d, i, j)
+            hit = err <= COUNTER_TOL
+            if level == DEEPEST or (level >= refinements and hit.any()):
+                n = hit.sum()
+                rows.append((np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit]))
+                break
+            near = err <= COUNTER_TOL + slack
+            if not near.any():
+                break
+            i, j, err = i[near], j[near], err[near]
+            if len(i) > keep:
+                best = np.argsort(err, kind="stable")[:keep]
+                i, j = i[best], j[best]
+            step //= 4
+            i, j = _around(i, j, step)
+            slack /= 4
+    return _found(rows)
+
+
 def consistent_fits(
     h: History,
     anchor: float,
@@ -269,51 +358,99 @@ def consistent_fits(
     the floor is also under the anchor); ``keep``: candidate cells carried into each
     refinement; ``refinements``: the least refinements before the search stops at the first
     level that holds a consistent point."""
+    return search(h, anchor, patience, floors, keep, refinements).fits
+
+
+def retest(found: Found, h: History, anchor: float, patience: int, floors: Floors) -> Found:
+    """The sets of ``found`` that still reproduce every counter of ``h`` (one or more
+    counters longer than the thread they were found on), their floor and weight re-solved."""
     box = Floors(floors.least, min(anchor, floors.most))
-    fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
-    r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
-    sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
-    sb = (math.log(BETA[1]) - b0) / ((COARSE - 1) * fine)
-    grid = np.arange(COARSE) * fine
-    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
-    # A lattice point (i, j) as one integer: shifted by ``pad`` (more than any refinement
-    # offset, which may step past the box's edges) so that both stay non-negative.
-    pad = 2 * fine
-    span = (COARSE + 4) * fine
-    cols: dict[str, list[np.ndarray]] = {c: [] for c in ("d", "i", "j", "w", "floor")}
+    rows = []
     for d in WINDOWS:
-        i, j, step, slack = i0, j0, fine, SLACK * anchor
-        for level in range(DEEPEST + 1):
-            floor, w, err = _residuals(
-                h, anchor, patience, box, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
-            )
-            hit = err <= COUNTER_TOL
-            if level == DEEPEST or (level >= refinements and hit.any()):
-                row = (np.full(hit.sum(), d), i[hit], j[hit], w[hit], floor[hit])
-                for c, v in zip(cols, row, strict=True):
-                    cols[c].append(v)
-                break
-            near = err <= COUNTER_TOL + slack
-            if not near.any():
-                break
-            i, j, err = i[near], j[near], err[near]
-            if len(i) > keep:
-                best = np.argsort(err, kind="stable")[:keep]
-                i, j = i[best], j[best]
-            step //= 4
-            offs = np.arange(-2, 3) * step
-            keys = (i[:, None, None] + offs[:, None] + pad) * span + (j[:, None, None] + offs + pad)
-            keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
-            keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-            i, j = keys // span - pad, keys % span - pad
-            slack /= 4
-    col = {c: np.concatenate(v) if v else np.empty(0) for c, v in cols.items()}
-    return Consistent(
-        col["d"].astype(int),
-        np.exp(r0 + col["i"] * sr),
-        np.exp(b0 + col["j"] * sb),
-        col["w"],
-        col["floor"],
+        at = np.flatnonzero(found.fits.window == d)
+        if not len(at):
+            continue
+        i, j, step = found.i[at], found.j[at], found.step[at]
+        floor, w, err = _at(h, anchor, patience, box, d, i, j)
+        hit = err <= COUNTER_TOL
+        rows.append((np.full(hit.sum(), d), i[hit], j[hit], step[hit], w[hit], floor[hit]))
+    return _found(rows)
+
+
+_THREADS: OrderedDict[tuple, Found] = OrderedDict()
+THREAD_MEMO = 256  # threads' sets remembered (a pure function of its arguments)
+
+
+def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Found:
+    """The consistent sets the expert plans with. Up to CARRY_FROM counters before the
+    seller's patience, a search (PRE_KEEP cells, REFINEMENTS); after that, the sets of the
+    same thread one counter shorter re-tested against the new counter (the sets that explain
+    more counters are among those that explain fewer), searched afresh only when none
+    passes. A pure function of its arguments, remembered per thread: each decision re-tests
+    a few thousand sets instead of searching the lattice again."""
+    key = (h.offers, h.counters, anchor, patience, floors)
+    hit = _THREADS.get(key)
+    if hit is not None:
+        _THREADS.move_to_end(key)
+        return hit
+    n = len(h.counters)
+    found = None
+    if n > max(1, patience - CARRY_FROM):
+        shorter = History(h.offers[:-1], h.counters[:-1], h.regular)
+        found = retest(thread_fits(shorter, anchor, patience, floors), h, anchor, patience, floors)
+    if found is None or not len(found):
+        found = search(h, anchor, patience, floors, PRE_KEEP, REFINEMENTS)
+    _THREADS[key] = found
+    if len(_THREADS) > THREAD_MEMO:
+        _THREADS.popitem(last=False)
+    return found
+
+
+def closing_fits(h: History, anchor: float, patience: int, floors: Floors) -> Consistent:
+    """thread_fits' sets and, CLOSE_DEEPER times, the consistent points one refinement
+    around the CLOSE_TOP sets with the highest lines: the closing offer must cover the
+    truth, which can lie past the highest lattice point on a thin ridge of consistent sets
+    (one whose line is nan already makes the offer none)."""
+    found = thread_fits(h, anchor, patience, floors)
+    box = Floors(floors.least, min(anchor, floors.most))
+    cap = h.counters[-1]
+    edge = found
+    for _ in range(CLOSE_DEEPER):
+        if not len(edge):
+            break
+        lines = lowest_accepted_next(h, edge.fits, cap)
+        if np.isnan(lines).any():
+            break
+        top = edge.take(np.argsort(-lines, kind="stable")[:CLOSE_TOP])
+        rows = []
+        for d in WINDOWS:
+            at = np.flatnonzero(top.fits.window == d)
+            for step in np.unique(top.step[at]):
+                here = at[top.step[at] == step]
+                fine = max(1, int(step) // 4)
+                i, j = _around(top.i[here], top.j[here], fine)
+                floor, w, err = _at(h, anchor, patience, box, d, i, j)
+                hit = err <= COUNTER_TOL
+                n = hit.sum()
+                rows.append((np.full(n, d), i[hit], j[hit], np.full(n, fine), w[hit], floor[hit]))
+        edge = _found(rows)
+        found = _join(found, edge)
+    return found.fits
+
+
+def _join(a: Found, b: Found) -> Found:
+    """Both Founds' sets, in one."""
+    fits = Consistent(
+        *(
+            np.concatenate([getattr(a.fits, f.name), getattr(b.fits, f.name)])
+            for f in fields(Consistent)
+        )
+    )
+    return Found(
+        fits,
+        np.concatenate([a.i, b.i]),
+        np.concatenate([a.j, b.j]),
+        np.concatenate([a.step, b.step]),
     )
 
 
@@ -328,22 +465,33 @@ def _model_ask(fits: Consistent, offer, d, base_offer, base_ask, prev, time_ask=
     return np.minimum(prev, np.maximum(floor, w * time + (1.0 - w) * tft))
 
 
-def _lines(
-    fits: Consistent, d, base_offer, base_ask, prev, cap: float, steps: int = 32
-) -> np.ndarray:
+def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
     """Per consistent set (the last axis; the others broadcast from the bases), the lowest
-    offer its seller accepts once the time tactic sits at the floor (see _model_ask), by
-    bisection; nan where it accepts none <= cap."""
-    shape = np.broadcast_shapes(
-        np.shape(base_offer), np.shape(base_ask), np.shape(prev), (len(fits),)
+    offer its seller accepts once the time tactic sits at the floor (see _model_ask); nan
+    where it accepts none <= cap.
+
+    In closed form: the ask's unclamped part g(o) = w F + (1 - w) tft(o) falls as the offer
+    o rises, so the lowest accepted offer is min(prev, max(F, o*)), o* the offer that meets
+    g (never under F: an offer under the floor is refused). g is flat below the tit-for-tat
+    base (nothing to mirror) and above base x (1 + TFT_STEP_CAP) ** d (the mirror's cap);
+    between them o - g(o) is concave and rising, so Newton's method from the base
+    converges from below, quadratically."""
+    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+    band = (1.0 + TFT_STEP_CAP) ** d
+    k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
+    wf = w * floor
+    flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
+    o = base_offer * np.ones_like(flat_low)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(NEWTON):
+            t = k * (o / base_offer) ** -rec
+            o = o - (o - wf - t) / (1.0 + rec * t / o)
+    meet = np.where(
+        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
     )
-    lo, hi = np.broadcast_to(fits.floor, shape).copy(), np.full(shape, cap)
-    for _ in range(steps):  # offer - ask(offer) rises with the offer
-        mid = (lo + hi) / 2
-        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
-        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-    took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
-    return np.where(took, hi, np.nan)
+    line = np.maximum(floor, np.minimum(prev, meet))
+    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
+    return np.where(took, line, np.nan)
 
 
 def _next_bases(h: History, fits: Consistent):
@@ -363,26 +511,8 @@ def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray
 
 
 def highest_accepted_next(h: History, fits: Consistent, cap: float) -> float:
-    """The highest of lowest_accepted_next's lines (nan where one is nan), by the same
-    bisection: a set is dropped once its interval lies wholly under another's, whose line
-    then ends higher (each step keeps a set's line within its interval), so the answer is
-    the same number at a fraction of the cost (most sets are dropped within a few steps)."""
-    d, base_offer, base_ask = _next_bases(h, fits)
-    prev = h.counters[-1]
-    took = _model_ask(fits, np.full(len(fits), cap), d, base_offer, base_ask, prev) <= cap
-    if not took.all():
-        return math.nan
-    lo, hi = fits.floor.copy(), np.full(len(fits), cap)
-    for _ in range(32):
-        mid = (lo + hi) / 2
-        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
-        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-        # lo can start over hi (a floor a cent over the last counter): compare intervals
-        live = np.maximum(lo, hi) >= np.minimum(lo, hi).max()
-        if not live.all():
-            fits, d, lo, hi = fits.take(live), d[live], lo[live], hi[live]
-            base_offer, base_ask = base_offer[live], base_ask[live]
-    return float(hi.max())
+    """The highest of lowest_accepted_next's lines (nan where one is nan)."""
+    return float(lowest_accepted_next(h, fits, cap).max()) if len(fits) else math.nan
 
 
 def _ceil_cents(x):
@@ -405,7 +535,7 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
-    fits = consistent_fits(h, anchor, patience, floors, refinements=CLOSE_REFINEMENTS)
+    fits = closing_fits(h, anchor, patience, floors)
     if not len(fits):
         return Closing(False, None)
     return _closing_at(highest_accepted_next(h, fits, h.counters[-1]), h.counters[-1])
@@ -414,7 +544,7 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
 def closing_lines(h: History, anchor: float, patience: int, floors: Floors) -> np.ndarray | None:
     """Per consistent parameter set, the lowest next offer it accepts under the last
     counter (nan: none); None when no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, refinements=CLOSE_REFINEMENTS)
+    fits = closing_fits(h, anchor, patience, floors)
     if not len(fits):
         return None
     return lowest_accepted_next(h, fits, h.counters[-1])
@@ -443,7 +573,7 @@ def patience_offer(
     mean price over the consistent sets: a set whose ask it meets accepts it; for the others
     the buyer sees its counter and then makes closing_offer's final offer among the sets
     that predict that counter, or awards the counter. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, PLAN_KEEP)
+    fits = thread_fits(h, anchor, patience, floors).fits
     if not len(fits):
         return None
     now = highest_accepted_next(h, fits, h.counters[-1])
@@ -515,7 +645,7 @@ def ahead_offer(
     own final offer. The final offer is mirrored against the seller's answer a window
     back (offer T-1 for a window of 2, T-2 for 3), so a raise there lowers the base it is
     priced from. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, PRE_KEEP)
+    fits = thread_fits(h, anchor, patience, floors).fits
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
@@ -549,8 +679,7 @@ def ahead_offer(
     k = patience + 1  # the final offer, at each set's own line
     d = np.minimum(fits.window, k - 1)
     last = counters[-1]
-    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last,
-                   float(h.counters[-1]), PRE_STEPS)  # fmt: skip
+    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last, float(h.counters[-1]))
     price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
     for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
         o = offers[n + i]
