@@ -106,6 +106,13 @@ CARRY_FROM = 3
 # lines (closing_fits): the highest line is what the offer must cover.
 CLOSE_TOP = 64
 CLOSE_DEEPER = 2
+import os
+
+FIRST_KEEP = int(os.environ.get("X_KEEP", PRE_KEEP))
+FIRST_REFINEMENTS = int(os.environ.get("X_REF", REFINEMENTS))
+CARRY = int(os.environ.get("X_CARRY", 10**9))
+CARRY_KEEP = 100
+RETEST_DEEPER = 1
 NEWTON = 6  # Newton steps for a line inside the tit-for-tat band (_lines)
 
 
@@ -273,7 +280,8 @@ PAD = 2 * FINE  # lattice keys: (i, j) shifted clear of any refinement's offsets
 SPAN = (COARSE + 4) * FINE
 
 
-class Found(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Found:
     """Consistent sets with their lattice points: integers (i, j) at the finest step, and
     the step each was found at (a refinement around it divides it by 4)."""
 
@@ -281,6 +289,9 @@ class Found(NamedTuple):
     i: np.ndarray
     j: np.ndarray
     step: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.i)
 
     def take(self, idx: np.ndarray) -> Found:
         return Found(self.fits.take(idx), self.i[idx], self.j[idx], self.step[idx])
@@ -310,6 +321,49 @@ def _found(rows: list[tuple]) -> Found:
     return Found(fits, i, j, step)
 
 
+def _level(step: int) -> int:
+    """The refinement a lattice step belongs to (0: the coarse lattice)."""
+    return DEEPEST - (int(step).bit_length() - 1) // 2
+
+
+def _refine(
+    h: History,
+    anchor: float,
+    patience: int,
+    box: Floors,
+    d: int,
+    points: tuple[np.ndarray, np.ndarray, int],
+    keep: int,
+    refinements: int,
+    deepest: int = DEEPEST,
+) -> tuple | None:
+    """From lattice points (i, j, step) of window d, the consistent points of the first
+    level from ``refinements`` on that holds one (``deepest`` at most): each level is the
+    lattice around the ``keep`` cells of the one before with the lowest residuals, among
+    those within COUNTER_TOL + SLACK x anchor / 4 ** level (a cell so near may still hold
+    a consistent point). A (window, i, j, step, weight, floor) row, or None."""
+    i, j, step = points
+    level = _level(step)
+    slack = SLACK * anchor / 4**level
+    while True:
+        floor, w, err = _at(h, anchor, patience, box, d, i, j)
+        hit = err <= COUNTER_TOL
+        if level >= deepest or (level >= refinements and hit.any()):
+            n = hit.sum()
+            return (np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit])
+        near = err <= COUNTER_TOL + slack
+        if not near.any():
+            return None
+        i, j, err = i[near], j[near], err[near]
+        if len(i) > keep:
+            best = np.argsort(err, kind="stable")[:keep]
+            i, j = i[best], j[best]
+        step //= 4
+        i, j = _around(i, j, step)
+        slack /= 4
+        level += 1
+
+
 def search(
     h: History,
     anchor: float,
@@ -322,27 +376,10 @@ def search(
     box = Floors(floors.least, min(anchor, floors.most))
     grid = np.arange(COARSE) * FINE
     i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
-    rows = []
-    for d in WINDOWS:
-        i, j, step, slack = i0, j0, FINE, SLACK * anchor
-        for level in range(DEEPEST + 1):
-            floor, w, err = _at(h, anchor, patience, box, d, i, j)
-            hit = err <= COUNTER_TOL
-            if level == DEEPEST or (level >= refinements and hit.any()):
-                n = hit.sum()
-                rows.append((np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit]))
-                break
-            near = err <= COUNTER_TOL + slack
-            if not near.any():
-                break
-            i, j, err = i[near], j[near], err[near]
-            if len(i) > keep:
-                best = np.argsort(err, kind="stable")[:keep]
-                i, j = i[best], j[best]
-            step //= 4
-            i, j = _around(i, j, step)
-            slack /= 4
-    return _found(rows)
+    rows = [
+        _refine(h, anchor, patience, box, d, (i0, j0, FINE), keep, refinements) for d in WINDOWS
+    ]
+    return _found([r for r in rows if r is not None])
 
 
 def consistent_fits(
@@ -363,17 +400,22 @@ def consistent_fits(
 
 def retest(found: Found, h: History, anchor: float, patience: int, floors: Floors) -> Found:
     """The sets of ``found`` that still reproduce every counter of ``h`` (one or more
-    counters longer than the thread they were found on), their floor and weight re-solved."""
+    counters longer than the thread they were found on), their floor and weight re-solved;
+    for a window none of whose sets does, the consistent points of up to RETEST_DEEPER
+    refinements around its CARRY_KEEP nearest (the new counter can leave only a sliver of
+    a set's cell consistent)."""
     box = Floors(floors.least, min(anchor, floors.most))
     rows = []
     for d in WINDOWS:
         at = np.flatnonzero(found.fits.window == d)
         if not len(at):
             continue
-        i, j, step = found.i[at], found.j[at], found.step[at]
-        floor, w, err = _at(h, anchor, patience, box, d, i, j)
-        hit = err <= COUNTER_TOL
-        rows.append((np.full(hit.sum(), d), i[hit], j[hit], step[hit], w[hit], floor[hit]))
+        step = int(found.step[at].min())
+        level = _level(step)
+        points = (found.i[at], found.j[at], step)
+        row = _refine(h, anchor, patience, box, d, points, CARRY_KEEP, level, level + RETEST_DEEPER)
+        if row is not None:
+            rows.append(row)
     return _found(rows)
 
 
@@ -399,11 +441,19 @@ def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Fou
         shorter = History(h.offers[:-1], h.counters[:-1], h.regular)
         found = retest(thread_fits(shorter, anchor, patience, floors), h, anchor, patience, floors)
     if found is None or not len(found):
-        found = search(h, anchor, patience, floors, PRE_KEEP, REFINEMENTS)
+        found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS)
+        found = _sample_found(found, CARRY)
     _THREADS[key] = found
     if len(_THREADS) > THREAD_MEMO:
         _THREADS.popitem(last=False)
     return found
+
+
+def _sample_found(found: Found, n: int) -> Found:
+    """At most n of found's sets, evenly spread."""
+    if len(found) <= n:
+        return found
+    return found.take(np.linspace(0, len(found) - 1, n).astype(int))
 
 
 def closing_fits(h: History, anchor: float, patience: int, floors: Floors) -> Consistent:
