@@ -99,20 +99,23 @@ PRE_SAMPLE = 400
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
 # A thread's sets are searched once, CARRY_FROM counters before the seller's patience (the
-# expert's first planned offer), and from then on carried: each later decision re-tests
-# them against its new counter (thread_fits).
+# expert's first planned offer), on a shallow lattice (FIRST_KEEP cells into
+# FIRST_REFINEMENTS refinements: it ranks a few raises and seeds the carry), and at most
+# CARRY of them, evenly spread, are carried: each later decision re-tests them against its
+# new counter and, where fewer than CARRY_MIN of a window's sets still fit, refines around
+# its CARRY_KEEP nearest, at most RETEST_DEEPER levels deeper (thread_fits).
 CARRY_FROM = 3
-# The closing offer refines CLOSE_DEEPER times around the CLOSE_TOP sets with the highest
-# lines (closing_fits): the highest line is what the offer must cover.
-CLOSE_TOP = 64
-CLOSE_DEEPER = 2
-import os
-
-FIRST_KEEP = int(os.environ.get("X_KEEP", PRE_KEEP))
-FIRST_REFINEMENTS = int(os.environ.get("X_REF", REFINEMENTS))
-CARRY = int(os.environ.get("X_CARRY", 10**9))
+FIRST_KEEP = 100
+FIRST_REFINEMENTS = 1
+CARRY = 2000
+CARRY_MIN = 64
 CARRY_KEEP = 100
 RETEST_DEEPER = 1
+# The closing offer climbs from the carried sets towards higher lines, around the
+# CLOSE_TOP highest, until the highest line stops rising (CLOSE_CLIMBS at most;
+# closing_fits): the highest line is what the offer must cover.
+CLOSE_TOP = 64
+CLOSE_CLIMBS = 12
 NEWTON = 6  # Newton steps for a line inside the tit-for-tat band (_lines)
 
 
@@ -336,9 +339,10 @@ def _refine(
     keep: int,
     refinements: int,
     deepest: int = DEEPEST,
+    enough: int = 1,
 ) -> tuple | None:
     """From lattice points (i, j, step) of window d, the consistent points of the first
-    level from ``refinements`` on that holds one (``deepest`` at most): each level is the
+    level from ``refinements`` on that holds ``enough`` (``deepest`` at most): each level is the
     lattice around the ``keep`` cells of the one before with the lowest residuals, among
     those within COUNTER_TOL + SLACK x anchor / 4 ** level (a cell so near may still hold
     a consistent point). A (window, i, j, step, weight, floor) row, or None."""
@@ -348,7 +352,7 @@ def _refine(
     while True:
         floor, w, err = _at(h, anchor, patience, box, d, i, j)
         hit = err <= COUNTER_TOL
-        if level >= deepest or (level >= refinements and hit.any()):
+        if level >= deepest or (level >= refinements and hit.sum() >= enough):
             n = hit.sum()
             return (np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit])
         near = err <= COUNTER_TOL + slack
@@ -413,7 +417,9 @@ def retest(found: Found, h: History, anchor: float, patience: int, floors: Floor
         step = int(found.step[at].min())
         level = _level(step)
         points = (found.i[at], found.j[at], step)
-        row = _refine(h, anchor, patience, box, d, points, CARRY_KEEP, level, level + RETEST_DEEPER)
+        row = _refine(
+            h, anchor, patience, box, d, points, CARRY_KEEP, level, level + RETEST_DEEPER, CARRY_MIN
+        )
         if row is not None:
             rows.append(row)
     return _found(rows)
@@ -425,11 +431,11 @@ THREAD_MEMO = 256  # threads' sets remembered (a pure function of its arguments)
 
 def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Found:
     """The consistent sets the expert plans with. Up to CARRY_FROM counters before the
-    seller's patience, a search (PRE_KEEP cells, REFINEMENTS); after that, the sets of the
-    same thread one counter shorter re-tested against the new counter (the sets that explain
-    more counters are among those that explain fewer), searched afresh only when none
-    passes. A pure function of its arguments, remembered per thread: each decision re-tests
-    a few thousand sets instead of searching the lattice again."""
+    seller's patience, a shallow search (FIRST_KEEP, FIRST_REFINEMENTS), CARRY sets of it
+    kept; after that, the sets of the same thread one counter shorter re-tested against the
+    new counter (retest: the sets that explain more counters are among those that explain
+    fewer), searched afresh only when none passes. A pure function of its arguments (a
+    fresh buyer resuming mid-thread recomputes the same chain), remembered per thread."""
     key = (h.offers, h.counters, anchor, patience, floors)
     hit = _THREADS.get(key)
     if hit is not None:
@@ -457,34 +463,41 @@ def _sample_found(found: Found, n: int) -> Found:
 
 
 def closing_fits(h: History, anchor: float, patience: int, floors: Floors) -> Consistent:
-    """thread_fits' sets and, CLOSE_DEEPER times, the consistent points one refinement
-    around the CLOSE_TOP sets with the highest lines: the closing offer must cover the
-    truth, which can lie past the highest lattice point on a thin ridge of consistent sets
-    (one whose line is nan already makes the offer none)."""
+    """thread_fits' sets and those found by climbing towards higher lines: the closing offer
+    must cover the truth, which can lie past the highest carried set on a thin ridge of
+    consistent sets. Each climb evaluates the lattice (at least CLOSE_REFINEMENTS deep,
+    one step finer than the carried sets) within two steps of the CLOSE_TOP consistent sets
+    with the highest lines, and stops when the highest line no longer rises (CLOSE_CLIMBS
+    at most), or once a set accepts nothing under the last counter (then there is no
+    closing offer anyway)."""
     found = thread_fits(h, anchor, patience, floors)
+    if not len(found):
+        return found.fits
     box = Floors(floors.least, min(anchor, floors.most))
     cap = h.counters[-1]
-    edge = found
-    for _ in range(CLOSE_DEEPER):
-        if not len(edge):
-            break
-        lines = lowest_accepted_next(h, edge.fits, cap)
-        if np.isnan(lines).any():
+    step = max(1, min(int(found.step.min()) // 4, FINE // 4**CLOSE_REFINEMENTS))
+    edge, lines = found, lowest_accepted_next(h, found.fits, cap)
+    top_line = lines.max()
+    for _ in range(CLOSE_CLIMBS):
+        if np.isnan(top_line):
             break
         top = edge.take(np.argsort(-lines, kind="stable")[:CLOSE_TOP])
         rows = []
-        for d in WINDOWS:
-            at = np.flatnonzero(top.fits.window == d)
-            for step in np.unique(top.step[at]):
-                here = at[top.step[at] == step]
-                fine = max(1, int(step) // 4)
-                i, j = _around(top.i[here], top.j[here], fine)
-                floor, w, err = _at(h, anchor, patience, box, d, i, j)
-                hit = err <= COUNTER_TOL
-                n = hit.sum()
-                rows.append((np.full(n, d), i[hit], j[hit], np.full(n, fine), w[hit], floor[hit]))
+        for d in np.unique(top.fits.window):
+            at = top.fits.window == d
+            i, j = _around(top.i[at], top.j[at], step)
+            floor, w, err = _at(h, anchor, patience, box, int(d), i, j)
+            hit = err <= COUNTER_TOL
+            n = hit.sum()
+            rows.append((np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit]))
         edge = _found(rows)
+        if not len(edge):
+            break
         found = _join(found, edge)
+        lines = lowest_accepted_next(h, edge.fits, cap)
+        if not lines.max() > top_line:  # nan (none accepted) or no higher: done
+            break
+        top_line = lines.max()
     return found.fits
 
 
