@@ -360,12 +360,22 @@ def _refine(
             return None
         i, j, err = i[near], j[near], err[near]
         if len(i) > keep:
-            best = np.argsort(err, kind="stable")[:keep]
-            i, j = i[best], j[best]
+            i, j = _keep(i, j, err, keep)
         step //= 4
         i, j = _around(i, j, step)
         slack /= 4
         level += 1
+
+
+def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
+    """``keep`` of the cells (i, j) (sorted by i, then j): half those with the lowest
+    residuals, where a consistent point is likeliest, and half spread evenly over the rest
+    in order, ends included, so that the refinement follows the whole length of a thin ridge
+    of consistent sets (the closing offer's highest line lies at one of its ends)."""
+    best = np.argsort(err, kind="stable")[: keep // 2]
+    spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
+    pick = np.union1d(best, spread)
+    return i[pick], j[pick]
 
 
 def search(
@@ -375,13 +385,16 @@ def search(
     floors: Floors,
     keep: int = KEEP,
     refinements: int = REFINEMENTS,
+    enough: int = 1,
 ) -> Found:
-    """consistent_fits with the lattice points the sets were found at."""
+    """consistent_fits with the lattice points the sets were found at; a window's search
+    stops at the first level from ``refinements`` on with ``enough`` consistent points."""
     box = Floors(floors.least, min(anchor, floors.most))
     grid = np.arange(COARSE) * FINE
     i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
     rows = [
-        _refine(h, anchor, patience, box, d, (i0, j0, FINE), keep, refinements) for d in WINDOWS
+        _refine(h, anchor, patience, box, d, (i0, j0, FINE), keep, refinements, DEEPEST, enough)
+        for d in WINDOWS
     ]
     return _found([r for r in rows if r is not None])
 
@@ -447,7 +460,7 @@ def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Fou
         shorter = History(h.offers[:-1], h.counters[:-1], h.regular)
         found = retest(thread_fits(shorter, anchor, patience, floors), h, anchor, patience, floors)
     if found is None or not len(found):
-        found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS)
+        found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS, CARRY_MIN)
         found = _sample_found(found, CARRY)
     _THREADS[key] = found
     if len(_THREADS) > THREAD_MEMO:
