@@ -22,20 +22,28 @@ under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is proje
 it, so that a seller whose parameters lie on its edge is still found. Every step is
 vectorised with numpy; one posterior is computed once per bilateral thread.
 
+One thread, one search (thread_fits): the lattice is searched at the expert's first
+planned offer, shallowly (it only ranks a few raises), and refined until it holds enough
+consistent sets; at most CARRY of them are carried from decision to decision, each new
+counter re-testing them (a set that explains more counters explains fewer too), refined
+locally where few still fit. The kept cells of each refinement are half the nearest, half
+spread evenly, so that a thin ridge of consistent sets is followed along its whole length.
+
 The closing offer is the highest of the consistent sets' lowest accepted offers plus a
 margin (with_margin): CLOSE_MARGIN of the price for the truth lying between lattice points,
 and CLOSE_CENTS for the cent the counters are known to, which is most of a cheap item's
 miss; tests/negotiation/policies/test_expert.py checks it against what the true seller accepts on
-240 threads, a third with the personas' tactics. Its search refines at least
-CLOSE_REFINEMENTS times (the others REFINEMENTS): a Boulware seller's consistent sets can
-lie on a thin ridge that a coarser lattice samples only in part, and the highest line must
-not fall short of the truth.
+240 threads, a third with the personas' tactics. Before it, the sets climb towards higher
+lines (closing_fits): the lattice at least CLOSE_REFINEMENTS deep around the sets with the
+highest lines, until the highest line stops rising; a Boulware seller's consistent sets
+can lie on a thin ridge that a coarser lattice samples only in part, and the highest line
+must not fall short of the truth. Each set's line is solved in closed form (_lines).
 
 The patience offer (offer T, one before the closing offer) is chosen from T-1 counters
 among candidates by its mean price over the consistent sets: each set either meets it or
 answers with a counter, after which the buyer makes the closing offer of the sets that
 predict that counter. A refused patience offer is countered, never walked from, so this
-choice needs no safety margin and a coarser search (PLAN_KEEP, SAMPLE) serves it.
+choice needs no safety margin; it is weighed over SAMPLE of the carried sets.
 
 The offers before it (T-2 and T-1) are chosen the same way, among a creep and a few raises,
 each set then making its own best offers up to offer T and meeting its own final offer
@@ -70,7 +78,7 @@ REFINEMENTS = 3  # each refinement divides the lattice step by 4; at least this 
 CLOSE_REFINEMENTS = 4
 DEEPEST = 7  # and more, up to this many, while none is consistent (costly items: a cent
 # is a tiny share of their price, so the lattice must be finer to land within one)
-KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
+KEEP = 3000  # candidate cells carried into a refinement (consistent_fits' default)
 CHUNK = 4096  # (reciprocity, beta) pairs whose residuals are computed at once
 # Refits without the clamped rounds. One left a held-out seller unexplained (mixed family,
 # seed 85: a Boulware clock whose three clamped counters bent the first fit, so the second
@@ -86,15 +94,11 @@ SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consi
 CLOSE_MARGIN = 0.0015
 CLOSE_CENTS = 0.01
 # The patience offer only weighs offers (one the seller refuses is countered, not walked
-# from), so a coarser search and fewer sets serve it: 3000 and 4000 chose alike on 60
-# seeds x 4 cells at twice the cost.
-PLAN_KEEP = 1000  # KEEP for the patience offer's search
+# from), so fewer sets serve it.
 SAMPLE = 1000  # consistent sets it is weighed over, evenly spread
 # The offers before it (ahead_offer) only rank a few raises, each set playing its own best
-# path: at offer T-1, a coarser search, fewer sets and a shorter bisection chose alike on
-# 300 seeds x 4 rule sellers (buyer share within 0.0002 of KEEP 1000, SAMPLE 1000, 32
-# steps, 10 raises), and the 300-seed run took 169 s instead of 212 s.
-PRE_KEEP = 300
+# path, so fewer sets serve them.
+PRE_KEEP = 300  # a shallow search's cells per refinement (tests read the sets it finds)
 PRE_SAMPLE = 400
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
