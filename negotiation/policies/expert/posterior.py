@@ -448,11 +448,12 @@ THREAD_MEMO = 256  # threads' sets remembered (a pure function of its arguments)
 
 def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Found:
     """The consistent sets the expert plans with. Up to CARRY_FROM counters before the
-    seller's patience, a shallow search (FIRST_KEEP, FIRST_REFINEMENTS), CARRY sets of it
-    kept; after that, the sets of the same thread one counter shorter re-tested against the
-    new counter (retest: the sets that explain more counters are among those that explain
-    fewer), searched afresh only when none passes. A pure function of its arguments (a
-    fresh buyer resuming mid-thread recomputes the same chain), remembered per thread."""
+    seller's patience, a shallow search (FIRST_KEEP, FIRST_REFINEMENTS), or where that
+    finds none a wide one (KEEP), CARRY of its sets kept; after that, the sets of the same
+    thread one counter shorter re-tested against the new counter (retest: the sets that
+    explain more counters are among those that explain fewer), searched afresh only when
+    none passes. A pure function of its arguments (a fresh buyer resuming mid-thread
+    recomputes the same chain), remembered per thread."""
     key = (h.offers, h.counters, anchor, patience, floors)
     hit = _THREADS.get(key)
     if hit is not None:
@@ -465,6 +466,8 @@ def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Fou
         found = retest(thread_fits(shorter, anchor, patience, floors), h, anchor, patience, floors)
     if found is None or not len(found):
         found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS, CARRY_MIN)
+        if not len(found):  # a thin region the shallow search missed: search it widely
+            found = search(h, anchor, patience, floors, KEEP, REFINEMENTS)
         found = _sample_found(found, CARRY)
     _THREADS[key] = found
     if len(_THREADS) > THREAD_MEMO:
