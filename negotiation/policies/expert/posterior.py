@@ -22,20 +22,28 @@ under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is proje
 it, so that a seller whose parameters lie on its edge is still found. Every step is
 vectorised with numpy; one posterior is computed once per bilateral thread.
 
+One thread, one search (thread_fits): the lattice is searched at the expert's first
+planned offer, shallowly (it only ranks a few raises), and refined until it holds enough
+consistent sets; at most CARRY of them are carried from decision to decision, each new
+counter re-testing them (a set that explains more counters explains fewer too), refined
+locally where few still fit. The kept cells of each refinement are half the nearest, half
+spread evenly, so that a thin ridge of consistent sets is followed along its whole length.
+
 The closing offer is the highest of the consistent sets' lowest accepted offers plus a
 margin (with_margin): CLOSE_MARGIN of the price for the truth lying between lattice points,
 and CLOSE_CENTS for the cent the counters are known to, which is most of a cheap item's
 miss; tests/negotiation/policies/test_expert.py checks it against what the true seller accepts on
-240 threads, a third with the personas' tactics. Its search refines at least
-CLOSE_REFINEMENTS times (the others REFINEMENTS): a Boulware seller's consistent sets can
-lie on a thin ridge that a coarser lattice samples only in part, and the highest line must
-not fall short of the truth.
+240 threads, a third with the personas' tactics. Before it, the sets climb towards higher
+lines (closing_fits): the lattice at least CLOSE_REFINEMENTS deep around the sets with the
+highest lines, until the highest line stops rising; a Boulware seller's consistent sets
+can lie on a thin ridge that a coarser lattice samples only in part, and the highest line
+must not fall short of the truth. Each set's line is solved in closed form (_lines).
 
 The patience offer (offer T, one before the closing offer) is chosen from T-1 counters
 among candidates by its mean price over the consistent sets: each set either meets it or
 answers with a counter, after which the buyer makes the closing offer of the sets that
 predict that counter. A refused patience offer is countered, never walked from, so this
-choice needs no safety margin and a coarser search (PLAN_KEEP, SAMPLE) serves it.
+choice needs no safety margin; it is weighed over SAMPLE of the carried sets.
 
 The offers before it (T-2 and T-1) are chosen the same way, among a creep and a few raises,
 each set then making its own best offers up to offer T and meeting its own final offer
@@ -47,6 +55,7 @@ mirrored against the seller's answer a window back (offer T-1 for a window of 2,
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
@@ -69,7 +78,7 @@ REFINEMENTS = 3  # each refinement divides the lattice step by 4; at least this 
 CLOSE_REFINEMENTS = 4
 DEEPEST = 7  # and more, up to this many, while none is consistent (costly items: a cent
 # is a tiny share of their price, so the lattice must be finer to land within one)
-KEEP = 3000  # candidate cells carried into a refinement (the best residuals)
+KEEP = 3000  # candidate cells carried into a refinement (consistent_fits' default)
 CHUNK = 4096  # (reciprocity, beta) pairs whose residuals are computed at once
 # Refits without the clamped rounds. One left a held-out seller unexplained (mixed family,
 # seed 85: a Boulware clock whose three clamped counters bent the first fit, so the second
@@ -85,19 +94,33 @@ SLACK = 0.02  # x anchor: residual a coarse cell may show and still hold a consi
 CLOSE_MARGIN = 0.0015
 CLOSE_CENTS = 0.01
 # The patience offer only weighs offers (one the seller refuses is countered, not walked
-# from), so a coarser search and fewer sets serve it: 3000 and 4000 chose alike on 60
-# seeds x 4 cells at twice the cost.
-PLAN_KEEP = 1000  # KEEP for the patience offer's search
+# from), so fewer sets serve it.
 SAMPLE = 1000  # consistent sets it is weighed over, evenly spread
 # The offers before it (ahead_offer) only rank a few raises, each set playing its own best
-# path: at offer T-1, a coarser search, fewer sets and a shorter bisection chose alike on
-# 300 seeds x 4 rule sellers (buyer share within 0.0002 of KEEP 1000, SAMPLE 1000, 32
-# steps, 10 raises), and the 300-seed run took 169 s instead of 212 s.
-PRE_KEEP = 300
+# path, so fewer sets serve them.
+PRE_KEEP = 300  # a shallow search's cells per refinement (tests read the sets it finds)
 PRE_SAMPLE = 400
-PRE_STEPS = 20
 PRE_RAISES = (1.006, 1.03, 1.06, 1.1, 1.15, 1.21, 1.3, 1.45)  # offer T over offer T-1
 MID_RAISES = (1.006, 1.05, 1.1)  # an offer before T-1 over the one before it
+# A thread's sets are searched once, CARRY_FROM counters before the seller's patience (the
+# expert's first planned offer), on a shallow lattice (FIRST_KEEP cells into
+# FIRST_REFINEMENTS refinements: it ranks a few raises and seeds the carry), and at most
+# CARRY of them, evenly spread, are carried: each later decision re-tests them against its
+# new counter and, where fewer than CARRY_MIN of a window's sets still fit, refines around
+# its CARRY_KEEP nearest, at most RETEST_DEEPER levels deeper (thread_fits).
+CARRY_FROM = 3
+FIRST_KEEP = 100
+FIRST_REFINEMENTS = 1
+CARRY = 2000
+CARRY_MIN = 64
+CARRY_KEEP = 100
+RETEST_DEEPER = 1
+# The closing offer climbs from the carried sets towards higher lines, around the
+# CLOSE_TOP highest, until the highest line stops rising (CLOSE_CLIMBS at most;
+# closing_fits): the highest line is what the offer must cover.
+CLOSE_TOP = 64
+CLOSE_CLIMBS = 12
+NEWTON = 6  # Newton steps for a line inside the tit-for-tat band (_lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +279,130 @@ def _onto_box(sff, f, g, y, w, floor, box: Floors):
     return np.clip(w_in, W_MIN, 1.0), f_in
 
 
+FINE = 4**DEEPEST  # the lattice as integers at the finest step: exact de-duplication
+R0, B0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
+SR = (math.log(RECIPROCITY[1]) - R0) / ((COARSE - 1) * FINE)
+SB = (math.log(BETA[1]) - B0) / ((COARSE - 1) * FINE)
+PAD = 2 * FINE  # lattice keys: (i, j) shifted clear of any refinement's offsets
+SPAN = (COARSE + 4) * FINE
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Consistent sets with their lattice points: integers (i, j) at the finest step, and
+    the step each was found at (a refinement around it divides it by 4)."""
+
+    fits: Consistent
+    i: np.ndarray
+    j: np.ndarray
+    step: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.i)
+
+    def take(self, idx: np.ndarray) -> Found:
+        return Found(self.fits.take(idx), self.i[idx], self.j[idx], self.step[idx])
+
+
+def _at(h: History, anchor: float, patience: int, box: Floors, d: int, i, j):
+    """_residuals at lattice points (i, j)."""
+    return _residuals(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + j * SB))
+
+
+def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice points within two steps of each (i, j), each once."""
+    offs = np.arange(-2, 3) * step
+    keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
+    keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
+    return keys // SPAN - PAD, keys % SPAN - PAD
+
+
+def _found(rows: list[tuple]) -> Found:
+    """A Found from (window, i, j, step, weight, floor) rows of arrays."""
+    if not rows:
+        e = np.empty(0)
+        return Found(Consistent(e.astype(int), e, e, e, e), e.astype(np.int64), e, e)
+    d, i, j, step, w, floor = (np.concatenate(c) for c in zip(*rows, strict=True))
+    fits = Consistent(d.astype(int), np.exp(R0 + i * SR), np.exp(B0 + j * SB), w, floor)
+    return Found(fits, i, j, step)
+
+
+def _level(step: int) -> int:
+    """The refinement a lattice step belongs to (0: the coarse lattice)."""
+    return DEEPEST - (int(step).bit_length() - 1) // 2
+
+
+def _refine(
+    h: History,
+    anchor: float,
+    patience: int,
+    box: Floors,
+    d: int,
+    points: tuple[np.ndarray, np.ndarray, int],
+    keep: int,
+    refinements: int,
+    deepest: int = DEEPEST,
+    enough: int = 1,
+) -> tuple | None:
+    """From lattice points (i, j, step) of window d, the consistent points of the first
+    level from ``refinements`` on that holds ``enough`` (``deepest`` at most): each level is the
+    lattice around the ``keep`` cells of the one before with the lowest residuals, among
+    those within COUNTER_TOL + SLACK x anchor / 4 ** level (a cell so near may still hold
+    a consistent point). A (window, i, j, step, weight, floor) row, or None."""
+    i, j, step = points
+    level = _level(step)
+    slack = SLACK * anchor / 4**level
+    while True:
+        floor, w, err = _at(h, anchor, patience, box, d, i, j)
+        hit = err <= COUNTER_TOL
+        if level >= deepest or (level >= refinements and hit.sum() >= enough):
+            n = hit.sum()
+            return (np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit])
+        near = err <= COUNTER_TOL + slack
+        if not near.any():
+            return None
+        i, j, err = i[near], j[near], err[near]
+        if len(i) > keep:
+            i, j = _keep(i, j, err, keep)
+        step //= 4
+        i, j = _around(i, j, step)
+        slack /= 4
+        level += 1
+
+
+def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
+    """``keep`` of the cells (i, j) (sorted by i, then j): half those with the lowest
+    residuals, where a consistent point is likeliest, and half spread evenly over the rest
+    in order, ends included, so that the refinement follows the whole length of a thin ridge
+    of consistent sets (the closing offer's highest line lies at one of its ends)."""
+    best = np.argsort(err, kind="stable")[: keep // 2]
+    spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
+    pick = np.union1d(best, spread)
+    return i[pick], j[pick]
+
+
+def search(
+    h: History,
+    anchor: float,
+    patience: int,
+    floors: Floors,
+    keep: int = KEEP,
+    refinements: int = REFINEMENTS,
+    enough: int = 1,
+) -> Found:
+    """consistent_fits with the lattice points the sets were found at; a window's search
+    stops at the first level from ``refinements`` on with ``enough`` consistent points."""
+    box = Floors(floors.least, min(anchor, floors.most))
+    grid = np.arange(COARSE) * FINE
+    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
+    rows = [
+        _refine(h, anchor, patience, box, d, (i0, j0, FINE), keep, refinements, DEEPEST, enough)
+        for d in WINDOWS
+    ]
+    return _found([r for r in rows if r is not None])
+
+
 def consistent_fits(
     h: History,
     anchor: float,
@@ -269,51 +416,124 @@ def consistent_fits(
     the floor is also under the anchor); ``keep``: candidate cells carried into each
     refinement; ``refinements``: the least refinements before the search stops at the first
     level that holds a consistent point."""
+    return search(h, anchor, patience, floors, keep, refinements).fits
+
+
+def retest(found: Found, h: History, anchor: float, patience: int, floors: Floors) -> Found:
+    """The sets of ``found`` that still reproduce every counter of ``h`` (one or more
+    counters longer than the thread they were found on), their floor and weight re-solved;
+    for a window none of whose sets does, the consistent points of up to RETEST_DEEPER
+    refinements around its CARRY_KEEP nearest (the new counter can leave only a sliver of
+    a set's cell consistent)."""
     box = Floors(floors.least, min(anchor, floors.most))
-    fine = 4**DEEPEST  # an integer lattice at the finest step: exact de-duplication
-    r0, b0 = math.log(RECIPROCITY[0]), math.log(BETA[0])
-    sr = (math.log(RECIPROCITY[1]) - r0) / ((COARSE - 1) * fine)
-    sb = (math.log(BETA[1]) - b0) / ((COARSE - 1) * fine)
-    grid = np.arange(COARSE) * fine
-    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
-    # A lattice point (i, j) as one integer: shifted by ``pad`` (more than any refinement
-    # offset, which may step past the box's edges) so that both stay non-negative.
-    pad = 2 * fine
-    span = (COARSE + 4) * fine
-    cols: dict[str, list[np.ndarray]] = {c: [] for c in ("d", "i", "j", "w", "floor")}
+    rows = []
     for d in WINDOWS:
-        i, j, step, slack = i0, j0, fine, SLACK * anchor
-        for level in range(DEEPEST + 1):
-            floor, w, err = _residuals(
-                h, anchor, patience, box, d, np.exp(r0 + i * sr), np.exp(b0 + j * sb)
-            )
+        at = np.flatnonzero(found.fits.window == d)
+        if not len(at):
+            continue
+        step = int(found.step[at].min())
+        level = _level(step)
+        points = (found.i[at], found.j[at], step)
+        row = _refine(
+            h, anchor, patience, box, d, points, CARRY_KEEP, level, level + RETEST_DEEPER, CARRY_MIN
+        )
+        if row is not None:
+            rows.append(row)
+    return _found(rows)
+
+
+_THREADS: OrderedDict[tuple, Found] = OrderedDict()
+THREAD_MEMO = 256  # threads' sets remembered (a pure function of its arguments)
+
+
+def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Found:
+    """The consistent sets the expert plans with. Up to CARRY_FROM counters before the
+    seller's patience, a shallow search (FIRST_KEEP, FIRST_REFINEMENTS), or where that
+    finds none a wide one (KEEP), CARRY of its sets kept; after that, the sets of the same
+    thread one counter shorter re-tested against the new counter (retest: the sets that
+    explain more counters are among those that explain fewer), searched afresh only when
+    none passes. A pure function of its arguments (a fresh buyer resuming mid-thread
+    recomputes the same chain), remembered per thread."""
+    key = (h.offers, h.counters, anchor, patience, floors)
+    hit = _THREADS.get(key)
+    if hit is not None:
+        _THREADS.move_to_end(key)
+        return hit
+    n = len(h.counters)
+    found = None
+    if n > max(1, patience - CARRY_FROM):
+        shorter = History(h.offers[:-1], h.counters[:-1], h.regular)
+        found = retest(thread_fits(shorter, anchor, patience, floors), h, anchor, patience, floors)
+    if found is None or not len(found):
+        found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS, CARRY_MIN)
+        if not len(found):  # a thin region the shallow search missed: search it widely
+            found = search(h, anchor, patience, floors, KEEP, REFINEMENTS)
+        found = _sample_found(found, CARRY)
+    _THREADS[key] = found
+    if len(_THREADS) > THREAD_MEMO:
+        _THREADS.popitem(last=False)
+    return found
+
+
+def _sample_found(found: Found, n: int) -> Found:
+    """At most n of found's sets, evenly spread."""
+    if len(found) <= n:
+        return found
+    return found.take(np.linspace(0, len(found) - 1, n).astype(int))
+
+
+def closing_fits(h: History, anchor: float, patience: int, floors: Floors) -> Consistent:
+    """thread_fits' sets and those found by climbing towards higher lines: the closing offer
+    must cover the truth, which can lie past the highest carried set on a thin ridge of
+    consistent sets. Each climb evaluates the lattice (at least CLOSE_REFINEMENTS deep,
+    one step finer than the carried sets) within two steps of the CLOSE_TOP consistent sets
+    with the highest lines, and stops when the highest line no longer rises (CLOSE_CLIMBS
+    at most), or once a set accepts nothing under the last counter (then there is no
+    closing offer anyway)."""
+    found = thread_fits(h, anchor, patience, floors)
+    if not len(found):
+        return found.fits
+    box = Floors(floors.least, min(anchor, floors.most))
+    cap = h.counters[-1]
+    step = max(1, min(int(found.step.min()) // 4, FINE // 4**CLOSE_REFINEMENTS))
+    edge, lines = found, lowest_accepted_next(h, found.fits, cap)
+    top_line = lines.max()
+    for _ in range(CLOSE_CLIMBS):
+        if np.isnan(top_line):
+            break
+        top = edge.take(np.argsort(-lines, kind="stable")[:CLOSE_TOP])
+        rows = []
+        for d in np.unique(top.fits.window):
+            at = top.fits.window == d
+            i, j = _around(top.i[at], top.j[at], step)
+            floor, w, err = _at(h, anchor, patience, box, int(d), i, j)
             hit = err <= COUNTER_TOL
-            if level == DEEPEST or (level >= refinements and hit.any()):
-                row = (np.full(hit.sum(), d), i[hit], j[hit], w[hit], floor[hit])
-                for c, v in zip(cols, row, strict=True):
-                    cols[c].append(v)
-                break
-            near = err <= COUNTER_TOL + slack
-            if not near.any():
-                break
-            i, j, err = i[near], j[near], err[near]
-            if len(i) > keep:
-                best = np.argsort(err, kind="stable")[:keep]
-                i, j = i[best], j[best]
-            step //= 4
-            offs = np.arange(-2, 3) * step
-            keys = (i[:, None, None] + offs[:, None] + pad) * span + (j[:, None, None] + offs + pad)
-            keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
-            keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-            i, j = keys // span - pad, keys % span - pad
-            slack /= 4
-    col = {c: np.concatenate(v) if v else np.empty(0) for c, v in cols.items()}
-    return Consistent(
-        col["d"].astype(int),
-        np.exp(r0 + col["i"] * sr),
-        np.exp(b0 + col["j"] * sb),
-        col["w"],
-        col["floor"],
+            n = hit.sum()
+            rows.append((np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit]))
+        edge = _found(rows)
+        if not len(edge):
+            break
+        found = _join(found, edge)
+        lines = lowest_accepted_next(h, edge.fits, cap)
+        if not lines.max() > top_line:  # nan (none accepted) or no higher: done
+            break
+        top_line = lines.max()
+    return found.fits
+
+
+def _join(a: Found, b: Found) -> Found:
+    """Both Founds' sets, in one."""
+    fits = Consistent(
+        *(
+            np.concatenate([getattr(a.fits, f.name), getattr(b.fits, f.name)])
+            for f in fields(Consistent)
+        )
+    )
+    return Found(
+        fits,
+        np.concatenate([a.i, b.i]),
+        np.concatenate([a.j, b.j]),
+        np.concatenate([a.step, b.step]),
     )
 
 
@@ -328,22 +548,33 @@ def _model_ask(fits: Consistent, offer, d, base_offer, base_ask, prev, time_ask=
     return np.minimum(prev, np.maximum(floor, w * time + (1.0 - w) * tft))
 
 
-def _lines(
-    fits: Consistent, d, base_offer, base_ask, prev, cap: float, steps: int = 32
-) -> np.ndarray:
+def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
     """Per consistent set (the last axis; the others broadcast from the bases), the lowest
-    offer its seller accepts once the time tactic sits at the floor (see _model_ask), by
-    bisection; nan where it accepts none <= cap."""
-    shape = np.broadcast_shapes(
-        np.shape(base_offer), np.shape(base_ask), np.shape(prev), (len(fits),)
+    offer its seller accepts once the time tactic sits at the floor (see _model_ask); nan
+    where it accepts none <= cap.
+
+    In closed form: the ask's unclamped part g(o) = w F + (1 - w) tft(o) falls as the offer
+    o rises, so the lowest accepted offer is min(prev, max(F, o*)), o* the offer that meets
+    g (never under F: an offer under the floor is refused). g is flat below the tit-for-tat
+    base (nothing to mirror) and above base x (1 + TFT_STEP_CAP) ** d (the mirror's cap);
+    between them o - g(o) is concave and rising, so Newton's method from the base
+    converges from below, quadratically."""
+    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+    band = (1.0 + TFT_STEP_CAP) ** d
+    k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
+    wf = w * floor
+    flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
+    o = base_offer * np.ones_like(flat_low)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(NEWTON):
+            t = k * (o / base_offer) ** -rec
+            o = o - (o - wf - t) / (1.0 + rec * t / o)
+    meet = np.where(
+        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
     )
-    lo, hi = np.broadcast_to(fits.floor, shape).copy(), np.full(shape, cap)
-    for _ in range(steps):  # offer - ask(offer) rises with the offer
-        mid = (lo + hi) / 2
-        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
-        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-    took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
-    return np.where(took, hi, np.nan)
+    line = np.maximum(floor, np.minimum(prev, meet))
+    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
+    return np.where(took, line, np.nan)
 
 
 def _next_bases(h: History, fits: Consistent):
@@ -363,26 +594,8 @@ def lowest_accepted_next(h: History, fits: Consistent, cap: float) -> np.ndarray
 
 
 def highest_accepted_next(h: History, fits: Consistent, cap: float) -> float:
-    """The highest of lowest_accepted_next's lines (nan where one is nan), by the same
-    bisection: a set is dropped once its interval lies wholly under another's, whose line
-    then ends higher (each step keeps a set's line within its interval), so the answer is
-    the same number at a fraction of the cost (most sets are dropped within a few steps)."""
-    d, base_offer, base_ask = _next_bases(h, fits)
-    prev = h.counters[-1]
-    took = _model_ask(fits, np.full(len(fits), cap), d, base_offer, base_ask, prev) <= cap
-    if not took.all():
-        return math.nan
-    lo, hi = fits.floor.copy(), np.full(len(fits), cap)
-    for _ in range(32):
-        mid = (lo + hi) / 2
-        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
-        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
-        # lo can start over hi (a floor a cent over the last counter): compare intervals
-        live = np.maximum(lo, hi) >= np.minimum(lo, hi).max()
-        if not live.all():
-            fits, d, lo, hi = fits.take(live), d[live], lo[live], hi[live]
-            base_offer, base_ask = base_offer[live], base_ask[live]
-    return float(hi.max())
+    """The highest of lowest_accepted_next's lines (nan where one is nan)."""
+    return float(lowest_accepted_next(h, fits, cap).max()) if len(fits) else math.nan
 
 
 def _ceil_cents(x):
@@ -405,7 +618,7 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
     """The lowest offer every consistent parameter set accepts next (with_margin of the
     highest); no offer when no set is consistent, or one accepts nothing under the last
     counter, or the offer would not be under it."""
-    fits = consistent_fits(h, anchor, patience, floors, refinements=CLOSE_REFINEMENTS)
+    fits = closing_fits(h, anchor, patience, floors)
     if not len(fits):
         return Closing(False, None)
     return _closing_at(highest_accepted_next(h, fits, h.counters[-1]), h.counters[-1])
@@ -414,7 +627,7 @@ def closing_offer(h: History, anchor: float, patience: int, floors: Floors) -> C
 def closing_lines(h: History, anchor: float, patience: int, floors: Floors) -> np.ndarray | None:
     """Per consistent parameter set, the lowest next offer it accepts under the last
     counter (nan: none); None when no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, refinements=CLOSE_REFINEMENTS)
+    fits = closing_fits(h, anchor, patience, floors)
     if not len(fits):
         return None
     return lowest_accepted_next(h, fits, h.counters[-1])
@@ -443,7 +656,7 @@ def patience_offer(
     mean price over the consistent sets: a set whose ask it meets accepts it; for the others
     the buyer sees its counter and then makes closing_offer's final offer among the sets
     that predict that counter, or awards the counter. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, PLAN_KEEP)
+    fits = thread_fits(h, anchor, patience, floors).fits
     if not len(fits):
         return None
     now = highest_accepted_next(h, fits, h.counters[-1])
@@ -515,7 +728,7 @@ def ahead_offer(
     own final offer. The final offer is mirrored against the seller's answer a window
     back (offer T-1 for a window of 2, T-2 for 3), so a raise there lowers the base it is
     priced from. None: no set is consistent."""
-    fits = consistent_fits(h, anchor, patience, floors, PRE_KEEP)
+    fits = thread_fits(h, anchor, patience, floors).fits
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
@@ -549,8 +762,7 @@ def ahead_offer(
     k = patience + 1  # the final offer, at each set's own line
     d = np.minimum(fits.window, k - 1)
     last = counters[-1]
-    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last,
-                   float(h.counters[-1]), PRE_STEPS)  # fmt: skip
+    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last, float(h.counters[-1]))
     price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
     for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
         o = offers[n + i]

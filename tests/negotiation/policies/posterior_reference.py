@@ -79,3 +79,20 @@ def residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec
     with np.errstate(invalid="ignore"):
         err = np.abs(np.minimum(prev, np.maximum(floor[:, None], mix)) - counters).max(-1)
     return floor, w, np.where(np.isfinite(err), err, np.inf)
+
+
+def lines(fits, d, base_offer, base_ask, prev, cap: float, steps: int = 60) -> np.ndarray:
+    """posterior._lines as first written: each set's lowest accepted offer by bisection
+    (offer - ask(offer) rises with the offer), the reference for its closed form."""
+    from negotiation.policies.expert.posterior import _model_ask
+
+    shape = np.broadcast_shapes(
+        np.shape(base_offer), np.shape(base_ask), np.shape(prev), (len(fits),)
+    )
+    lo, hi = np.broadcast_to(fits.floor, shape).copy(), np.full(shape, cap)
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        yes = mid >= _model_ask(fits, mid, d, base_offer, base_ask, prev)
+        hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
+    took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
+    return np.where(took, hi, np.nan)

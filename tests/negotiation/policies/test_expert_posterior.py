@@ -401,6 +401,47 @@ def test_the_highest_line_is_the_highest_of_all_lines():
     assert seen_nan
 
 
+def test_the_closed_form_lines_equal_the_bisection():
+    """Each set's lowest accepted offer, solved in closed form, is the bisection's (the
+    reference) to within 1e-9 of the price, for caps at, under and over the last counter,
+    and nan for the same sets."""
+    checked = 0
+    for h, anchor, floors, T in _expert_threads():
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        d, base_offer, base_ask = posterior._next_bases(h, fits)
+        for cap in (h.counters[-1], 0.9 * h.counters[-1], 2.0 * h.counters[-1]):
+            fast = posterior._lines(fits, d, base_offer, base_ask, h.counters[-1], cap)
+            slow = posterior_reference.lines(fits, d, base_offer, base_ask, h.counters[-1], cap)
+            np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
+            ok = ~np.isnan(slow)
+            np.testing.assert_allclose(fast[ok], slow[ok], rtol=1e-9)
+            checked += ok.sum()
+    assert checked > 1000
+
+
+def test_carried_sets_explain_every_counter_and_resume_alike():
+    """The sets carried from decision to decision (thread_fits) each reproduce every counter
+    of the thread within COUNTER_TOL, and a buyer that starts mid-thread (nothing carried)
+    finds the same sets."""
+    for h, anchor, floors, T in _expert_threads():
+        if len(h.counters) < T:
+            continue
+        for n in range(T - posterior.CARRY_FROM, T + 1):
+            part = History(h.offers[:n], h.counters[:n], True)
+            carried = posterior.thread_fits(part, anchor, T, floors)
+        assert len(carried) > 0
+        box = Floors(floors.least, min(anchor, floors.most))
+        for d in set(carried.fits.window.tolist()):
+            at = carried.fits.window == d
+            fits = carried.fits
+            err = posterior._residuals(h, anchor, T, box, d, fits.reciprocity[at], fits.beta[at])[2]
+            assert (err <= COUNTER_TOL).all()
+        posterior._THREADS.clear()
+        fresh = posterior.thread_fits(h, anchor, T, floors)
+        for name in ("window", "reciprocity", "beta", "weight", "floor"):
+            np.testing.assert_array_equal(getattr(carried.fits, name), getattr(fresh.fits, name))
+
+
 def test_lines_for_many_candidates_equal_one_at_a_time():
     """The patience offer weighs every candidate in one broadcast: each row is the line
     the same candidate's bases give on their own."""
