@@ -32,6 +32,10 @@ only cache pure functions of the observation).
   final offer follows the trend of the seller's own concessions (beliefs.trend_offer):
   against a clock that keeps conceding more each round it claims half the last
   concession; otherwise it awards the counter.
+- Bilateral, outside the model: before the seller's patience, once its ask stalls to the
+  cent while the buyer moves (fit.py) where the stall says it may have stopped for good,
+  the thread leaves the plan for safe.py's model-free move: take the counter when the
+  walk risk outweighs what holding out could save, else meet it halfway.
 """
 
 from __future__ import annotations
