@@ -12,6 +12,10 @@ mean with its 95 % percentile bootstrap interval (negotiation/stats.py).
   mutual_loss      requirements with a zone of agreement but no deal         (lower)
   rounds_per_deal  negotiation rounds in the thread of each deal             (lower)
   score            the episode score                                         (higher)
+  surplus          buyer_share with a failed deal counted 0, over the episodes where a
+                   deal was possible (the seller's lowest acceptable price, its floor,
+                   at or under the ceiling)                                  (higher)
+  lost             of those, the share without a deal                        (lower)
 
 buyer_share and rounds_per_deal are averaged over the episodes that made at least one
 deal (an episode without a contract has no share to speak of; n says how many). "/oracle"
@@ -28,6 +32,13 @@ Supplier families (``--families``; tables per family and preset):
           packages, skipped otherwise). Two rules for sellers the model does not explain
           were designed with them in view, no number fitted to them: the halfway offer at
           the seller's patience and the trend of its concessions (beliefs.trend_offer)
+  floor_walk, fixed_price, impatient, erratic
+          HELD OUT, never tuned on: the "bilateral" preset (its base persona rotating with
+          the seed over the four rule personas, for their hidden numbers) with the seller
+          replaced by a supplier agent outside the documented model
+          (negotiation/suppliers/heldout.py: stops at its floor and walks a few offers
+          later; one fixed price; concedes fast and walks soon; a random walk). Not in
+          the default families. No oracle plays them (it models rule sellers only).
 
 A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
 oracle, safe-opening oracle/oracle (the most expert/oracle a buyer that reads only the
@@ -35,7 +46,8 @@ observation and keeps every deal can reach), the expert's and the oracle's deal 
 the scripts whose mean score or buyer share beats the expert's (with their deal rates).
 
 Usage: .venv/bin/python bench/quality.py [--seeds 300] [--presets a,b] [--policies x,y]
-       [--families rule,mixed,field] [--procs N] [--json FILE]
+       [--families rule,mixed,field,floor_walk,...] [--seed-start S] [--procs N]
+       [--json FILE]
 """
 
 from __future__ import annotations
@@ -61,9 +73,11 @@ from negotiation import (
     list_presets,
     load_scenario,
 )
+from negotiation.config import PERSONAS
 from negotiation.policies.base import Policy
 from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
 from negotiation.stats import MeanCI, bootstrap_mean_ci
+from negotiation.suppliers import heldout
 from negotiation.suppliers.field import available_field_strategies
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,9 +103,13 @@ METRICS = {
     "mutual_loss": False,
     "rounds_per_deal": False,
     "score": True,
+    "surplus": True,
+    "lost": False,
 }
+DERIVED = ("surplus", "lost")  # computed here, not by the engine
 PER_DEAL = ("buyer_share", "rounds_per_deal")  # undefined without a deal
-FAMILIES = ("rule", "mixed", "field")
+HELD_OUT = heldout.FAMILIES  # supplier agents outside the model (suppliers/heldout.py)
+FAMILIES = ("rule", "mixed", "field", *HELD_OUT)
 FIELD_PRESET = "bilateral"  # the preset the field personas play
 
 
@@ -120,9 +138,11 @@ def regenerate_tactics(env: ProcurementEnv, rng: random.Random) -> None:
         th.beta = env.world.hidden[sid].beta
 
 
-def scenario(family: str, preset: str):
+def scenario(family: str, preset: str, seed: int = 0):
     """The scenario a (family, preset) cell plays; a field cell's preset is
-    ``bilateral:<field persona>``."""
+    ``bilateral:<field persona>``; a held-out family's base persona turns with the seed."""
+    if family in HELD_OUT:
+        return load_scenario(preset, persona=PERSONAS[seed % len(PERSONAS)])
     if family == "field":
         base, persona = preset.split(":", 1)
         return load_scenario(base, persona=persona)
@@ -149,7 +169,9 @@ def play(task: tuple[str, str, str, int]) -> tuple[str, str, str, int, dict[str,
     try:
         policy = make_buyer(name, seed)
         policy.reset(seed)
-        env = ProcurementEnv(scenario(family, preset))
+        env = ProcurementEnv(scenario(family, preset, seed))
+        if family in HELD_OUT:
+            heldout.install(env, family)
         obs = env.reset(seed=seed)
         if family == "mixed":
             regenerate_tactics(env, random.Random(seed * 7919 + 17))
@@ -163,10 +185,19 @@ def play(task: tuple[str, str, str, int]) -> tuple[str, str, str, int, dict[str,
         return family, preset, name, seed, {"error": f"{type(exc).__name__}: {exc}"[:300]}
     m = sc.metrics
     dealt = int(m["contracts"]) > 0
-    row: dict[str, Any] = {k: float(m[k]) for k in METRICS}
+    row: dict[str, Any] = {k: float(m[k]) for k in METRICS if k not in DERIVED}
     for k in PER_DEAL:
         row[k] = row[k] if dealt else None
     row["invalid_actions"] = int(m["invalid_actions"])
+    # A deal was possible where the lowest price the seller ever takes is under the ceiling.
+    r = env.world.requirements[0]
+    hid = env.world.th_hidden.get((env.world.suppliers[0].id, r.id))
+    if hid is None:
+        hid = env.world.hidden_thread_now(env.world.suppliers[0].id, r)
+    line = heldout.walk_line(family, hid) if family in HELD_OUT else hid.floor
+    possible = len(env.world.requirements) == 1 and line <= r.ceiling_unit_price
+    row["surplus"] = (row["buyer_share"] or 0.0) if possible else None
+    row["lost"] = float(not dealt) if possible else None
     return family, preset, name, seed, row
 
 
@@ -309,6 +340,13 @@ def main() -> None:
     )
     ap.add_argument("--seeds", type=int, default=300)
     ap.add_argument(
+        "--seed-start",
+        type=int,
+        default=0,
+        help="first seed (report on one range, tune on another: the expert's rules were "
+        "checked on seeds from 1000)",
+    )
+    ap.add_argument(
         "--presets",
         default=None,
         help="comma-separated presets (default: the bilateral personas and the arena "
@@ -319,8 +357,9 @@ def main() -> None:
     ap.add_argument(
         "--families",
         default=None,
-        help="comma-separated supplier families: rule, mixed, field (default: rule,mixed, "
-        "and field when a field strategy is available)",
+        help="comma-separated supplier families: rule, mixed, field, "
+        + ", ".join(HELD_OUT)
+        + " (default: rule,mixed, and field when a field strategy is available)",
     )
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -348,6 +387,9 @@ def main() -> None:
                 ap.error(f"unknown family '{f}'; use {', '.join(FAMILIES)}")
     cells_of: dict[str, list[str]] = {}  # family -> its presets
     for family in families:
+        if family in HELD_OUT:
+            cells_of[family] = [FIELD_PRESET]
+            continue
         if family != "field":
             if presets:
                 cells_of[family] = list(presets)
@@ -379,19 +421,19 @@ def main() -> None:
     def plays(family: str, preset: str, policy: str) -> bool:
         # The oracles simulate the rule suppliers' model: against a field seller they would
         # be a guess, not a reference. In the arena the safe-opening oracle is the oracle.
-        if policy in ORACLES and family == "field":
+        if policy in ORACLES and (family == "field" or family in HELD_OUT):
             return False
         return policy != SAFE_ORACLE or modes[(family, preset)]
 
-    if "field" in cells_of and ORACLE in policies:
-        print("note: no oracle for the field family: it models rule suppliers only")
+    if ORACLE in policies and any(f == "field" or f in HELD_OUT for f in cells_of):
+        print("note: no oracle for the field and held-out families: it models rule suppliers")
     tasks = [
         (f, pr, po, s)
         for f, ps in cells_of.items()
         for pr in ps
         for po in policies
         if plays(f, pr, po)
-        for s in range(args.seeds)
+        for s in range(args.seed_start, args.seed_start + args.seeds)
     ]
     print(
         f"# Negotiation quality: {args.seeds} seeds x {len(policies)} buyers x "

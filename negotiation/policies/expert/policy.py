@@ -32,6 +32,10 @@ only cache pure functions of the observation).
   final offer follows the trend of the seller's own concessions (beliefs.trend_offer):
   against a clock that keeps conceding more each round it claims half the last
   concession; otherwise it awards the counter.
+- Bilateral, outside the model: before the seller's patience, once its ask stalls to the
+  cent while the buyer moves (fit.py) where the stall says it may have stopped for good,
+  the thread leaves the plan for safe.py's model-free move: take the counter when the
+  walk risk outweighs what holding out could save, else meet it halfway.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from ...observation import Observation
 from ...suppliers.concession import STALL_MOVE, TFT_STEP_CAP
 from ..base import Policy, Why, text
-from . import acting
+from . import acting, safe
 from .beliefs import (
     CLAIM_MARGIN,
     LOWEST_FLOOR_COST,
@@ -200,6 +204,14 @@ class ExpertPolicy(Policy):
         def step() -> str:
             return f"offer {th.offers + 1} of {T}, counter {th.counter_price:.2f}"
 
+        if th.offers < T and th.counter_price <= cap:
+            # A seller outside the documented model (fit.py): the model-free move (safe.py).
+            listed = s.list_prices[r.id]
+            sm = safe.outside_model(history(th), th.counter_price, cap, obs.seller_cost, listed)
+            if sm is not None:
+                if sm.award:
+                    return acting.award(s.id, r.id, qty), f"{step()}: {sm.why}"
+                return acting.negotiate(s.id, r.id, sm.price), f"{step()}: {sm.why}"
         if T - AHEAD - 1 <= th.offers <= T - 2:
             price, why = self.ahead_offer(obs, s, r, th)
             move = acting.negotiate(s.id, r.id, min(cap, price))
