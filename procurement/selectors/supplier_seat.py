@@ -43,7 +43,8 @@ def _turn(seat: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _row(step: int, week: int, action: Any, response: Any, actor: Any, sid: str) -> dict | None:
-    """One line of the seat's thread, or None when the step does not concern it."""
+    """One line of the seat's thread, or None when the step does not concern it (an
+    award's price is the thread's standing one: the seat page fills it in)."""
     action = action if isinstance(action, dict) else {}
     kind = action.get("action_type")
     if isinstance(response, dict) and response.get("supplier_id") == sid:
@@ -59,7 +60,8 @@ def _row(step: int, week: int, action: Any, response: Any, actor: Any, sid: str)
             "message": response.get("message") or "",
             "by": ANSWERED_BY.get(actor, "rule supplier"),
         }
-    if action.get("supplier_id") == sid and kind in ("award", "reject"):
+    named = (action.get("supplier_id"), action.get("hedge_supplier_id"))
+    if sid in named and kind in ("award_contract", "hedge", "reject"):
         return {
             "step": step,
             "week": week,
@@ -78,6 +80,12 @@ def seat_view(episode: Episode) -> dict[str, Any]:
     rows = episode.decisions.filter(valid=True).order_by("step")
     fields = ("step", "week", "action", "response", "supplier_actor")
     thread = [r for v in rows.values_list(*fields) if (r := _row(*v, sid=sid)) is not None]
+    standing: dict[Any, Any] = {}  # requirement -> the last price agreed or asked
+    for r in thread:
+        if r["kind"] == "award_contract":
+            r["price"] = standing.get(r["requirement_id"])
+        elif r.get("price") is not None:
+            standing[r["requirement_id"]] = r["price"]
     return {
         "episode": {
             "id": episode.pk,
@@ -91,6 +99,8 @@ def seat_view(episode: Episode) -> dict[str, Any]:
         "supplier_id": sid,
         "idle_seconds": seat.get("idle_seconds"),
         "turn": _turn(seat),
+        # the facts of the offer waiting, else of the last one answered
+        "private": (seat.get("turn") or {}).get("private") or seat.get("facts"),
         "handed_over": seat.get("handed_over"),
         "thread": thread,
     }

@@ -214,7 +214,10 @@ def supplier_seat_answer(*, episode_id: int, user, answer: Answer) -> dict[str, 
             episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
         except AttemptSuperseded:
             raise Conflict("The episode was cancelled or taken over.") from None
-        rest = {k: v for k, v in seat.items() if k != TURN}
+        facts = dict(turn["private"])
+        if proposed.decision == "counter":
+            facts["last_counter"] = proposed.price
+        rest = {**{k: v for k, v in seat.items() if k != TURN}, "facts": facts}
         Episode.objects.filter(pk=episode.pk).update(supplier_seat=rest)
         episode.supplier_seat = rest
         if res.done:

@@ -78,7 +78,8 @@ def _play_to_the_end(client, episode) -> list[dict]:
         if turn["offer"] >= p["floor"] and turn["offer"] >= target * 0.9:
             body = {"decision": "accept", "message": f"Deal. Our floor was {p['floor']}."}
         else:
-            body = {"decision": "counter", "price": target, "message": f"We can do {target}."}
+            said = f"We can do {target}; our floor is {p['floor']}."
+            body = {"decision": "counter", "price": target, "message": said}
         response = _answer(client, episode, step=turn["step"], **body)
         assert response.status_code == 201, response.json()
         episode.refresh_from_db()
@@ -100,11 +101,15 @@ def test_a_whole_episode_played_as_the_supplier(seat) -> None:
         episode.decisions.filter(supplier_actor="human").values_list("response", flat=True)
     )
     assert len(human) == len(views) >= 2
-    # the person's words reach the buyer as typed, figures at or below the floor included
-    assert any(r["message"].startswith(("We can do", "Deal. Our floor")) for r in human)
-    assert all(
-        r["message"] in {v["message"] for v in _view(analyst, episode)["thread"]} for r in human
-    )
+    final = _view(analyst, episode)
+    # the person's words reach the buyer as typed, though they name the floor (which
+    # the guard screens out of a model's message)
+    floor = first["private"]["floor"]
+    assert human[0]["message"] == f"We can do {human[0]['price']}; our floor is {floor}."
+    assert [r["message"] for r in human] == [r["message"] for r in final["thread"] if "by" in r]
+    assert final["turn"] is None and final["private"]["floor"] == first["private"]["floor"]
+    if episode.metrics["deal_rate"] > 0:  # the award that names the seat is on its thread
+        assert any(r["kind"] == "award_contract" for r in final["thread"])
     # the seat's JSON never carries the buyer's side
     shown = json.dumps(views)
     for secret in _buyer_secrets(episode):
@@ -224,7 +229,8 @@ def test_an_idle_seat_passes_to_the_rule_supplier(seat) -> None:
         episode.decisions.exclude(supplier_actor=None).values_list("supplier_actor", flat=True)
     )
     assert actors == {"timeout:rule"}
-    assert {r["by"] for r in _view(analyst, episode)["thread"]} == {"rule supplier (timed out)"}
+    answers = [r for r in _view(analyst, episode)["thread"] if "by" in r]
+    assert answers and {r["by"] for r in answers} == {"rule supplier (timed out)"}
     assert episode_replay(episode=episode).matches is True
 
 

@@ -11,6 +11,7 @@
   const $ = (id) => document.getElementById(id);
   const form = $("answer");
   let turn = null, busy = false, timer = null;
+  let answered = -1; // the step last answered here: a read still in flight may show it
 
   function setText(id, text) { $(id).textContent = text; }
 
@@ -18,7 +19,7 @@
     turn = t;
     $("seat-idle").hidden = !!t;
     $("seat-offer-facts").hidden = !t;
-    if (form) form.hidden = !t;
+    if (form) { form.hidden = !t; form.dataset.step = t ? t.step : ""; }
     if (!t) return;
     setText("offer-item", `${t.item} (${t.requirement_id})`);
     setText("offer-quantity", t.quantity == null ? "–" : String(t.quantity));
@@ -26,13 +27,7 @@
     setText("offer-price", `${f.money(t.offer)} per unit`);
     setText("offer-message", t.buyer_message || "(nothing)");
     const p = t.private;
-    setText("fact-style", p.style || "–");
-    setText("fact-cost", f.money(p.cost));
-    setText("fact-floor", `${f.money(p.floor)}: never accept below it`);
-    setText("fact-lowest", `${f.money(p.lowest_counter)}: never counter below it`);
-    setText("fact-opening", f.money(p.opening));
-    setText("fact-last", p.last_counter == null ? "none yet" : `${f.money(p.last_counter)}: never counter above it`);
-    setText("fact-capacity", p.capacity == null ? "–" : `${p.capacity} units`);
+    renderFacts(p);
     if (form) {
       const price = $("answer-price");
       price.min = p.lowest_counter;
@@ -41,6 +36,18 @@
       setText("answer-range", `from ${f.money(p.lowest_counter)}${top}, above the offer`);
       $("answer-submit").disabled = busy;
     }
+  }
+
+  // The supplier's own facts: of the offer waiting, else of the last one answered.
+  function renderFacts(p) {
+    if (!p) return;
+    setText("fact-style", p.style || "–");
+    setText("fact-cost", f.money(p.cost));
+    setText("fact-floor", `${f.money(p.floor)}: never accept below it`);
+    setText("fact-lowest", `${f.money(p.lowest_counter)}: never counter below it`);
+    setText("fact-opening", f.money(p.opening));
+    setText("fact-last", p.last_counter == null ? "none yet" : `${f.money(p.last_counter)}: never counter above it`);
+    setText("fact-capacity", p.capacity == null ? "–" : `${p.capacity} units`);
   }
 
   function countdown(t) {
@@ -54,8 +61,9 @@
     body.replaceChildren();
     for (const r of rows) {
       const tr = document.createElement("tr");
-      const cells = r.kind === "award" || r.kind === "reject"
-        ? [r.step, r.week, r.kind === "award" ? `awarded ${r.quantity} units` : "rejected you", "", "", "", ""]
+      const what = { award_contract: `awards you ${r.quantity} units${r.price == null ? "" : " at " + f.money(r.price)}`, hedge: "splits the order with you", reject: "rejects you" };
+      const cells = r.kind in what
+        ? [r.step, r.week, what[r.kind], "", "", "", ""]
         : [r.step, r.week, `offers ${f.money(r.offer)}`, r.buyer_message, `${r.answer.replace("_", " ")}${r.price == null ? "" : " " + f.money(r.price)}`, r.message, r.by];
       const labels = ["Step", "Week", "Buyer", "Buyer says", "Answer", "Said", "By"];
       cells.forEach((c, i) => {
@@ -80,14 +88,20 @@
     $("status").textContent = ep.status;
     $("status").className = `badge ${ep.status}`;
     setText("seat-sync", ep.terminal ? "ended" : "up to date");
-    if (!turn || !data.turn || turn.step !== data.turn.step) renderTurn(data.turn);
-    countdown(data.turn);
+    const waiting = data.turn && data.turn.step > answered ? data.turn : null;
+    if (!turn || !waiting || turn.step !== waiting.step) renderTurn(waiting);
+    countdown(waiting);
+    if (!waiting) renderFacts(data.private);
     renderThread(data.thread);
     const h = data.handed_over;
     $("seat-handover").hidden = !h;
     if (h) setText("seat-handover", `No answer within ${Math.round(h.idle_seconds / 60)} minutes: the scenario's rule supplier took your seat at step ${h.step} (${new Date(h.at).toLocaleTimeString()}) and answers for the rest of the episode.`);
     $("seat-ended").hidden = !ep.terminal;
-    if (ep.terminal) { clearInterval(timer); renderTurn(null); }
+    if (ep.terminal) {
+      clearInterval(timer);
+      renderTurn(null);
+      setText("seat-idle", "The episode is over: no more offers.");
+    }
   }
 
   function showError(el, text) { el.textContent = text || ""; el.hidden = !text; }
@@ -121,6 +135,7 @@
       }
       $("answer-message").value = "";
       priceBox.value = "";
+      answered = body.step;
       turn = null;
       renderTurn(null);
       refresh();
