@@ -247,3 +247,31 @@ def test_a_finished_seat_joins_the_suppliers_ratings(seat) -> None:
     # an evaluation of public worlds played other worlds: the seat does not join it
     public = evaluation_create(policies="expert", scenarios="bilateral", seeds=SEED + 1)
     assert name not in {r["player"] for r in public.ratings}
+
+
+@pytest.mark.django_db(transaction=True)  # an LLM episode hands its connection back
+def test_an_llm_buyer_plays_on_the_model_lane_and_waits_for_the_seat(
+    api_client_for, seeded, tiny_model
+) -> None:
+    from procurement.services.policies import policy_create
+
+    # narrator: the expert picks action and price, the model writes the words
+    params = {"mode": "narrator", "max_tokens": 24}
+    policy_create(
+        name="tiny", policy="llm", backend="transformers", model=str(tiny_model), params=params
+    )
+    analyst = api_client_for("analyst")
+    response = _start(analyst, policy="tiny")
+    assert response.status_code == 201, response.json()
+    episode = Episode.objects.get(pk=response.json()["id"])
+    assert episode.queue == "gpu"
+    episode_run(episode_id=episode.pk, live_updates=False)
+    turn = _view(analyst, episode)["turn"]
+    assert turn is not None and turn["step"] == 0
+    answer = _answer(analyst, episode, step=0, decision="walk_away", message="No.")
+    assert answer.status_code == 201 and answer.json()["response"]["response"] == "walk_away"
+    episode_run(episode_id=episode.pk, live_updates=False)
+    episode.refresh_from_db()
+    assert episode.status == "finished"  # the only seller walked: nothing left to buy
+    stored = episode.decisions.get(step=0)
+    assert stored.supplier_actor == "human" and stored.actor in {"llm", "fallback:expert"}
