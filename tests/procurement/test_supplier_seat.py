@@ -275,3 +275,34 @@ def test_an_llm_buyer_plays_on_the_model_lane_and_waits_for_the_seat(
     assert episode.status == "finished"  # the only seller walked: nothing left to buy
     stored = episode.decisions.get(step=0)
     assert stored.supplier_actor == "human" and stored.actor in {"llm", "fallback:expert"}
+
+
+def test_in_an_arena_the_seat_never_shows_the_other_suppliers(api_client_for, seeded) -> None:
+    """Seated as one of several suppliers, after the buyer has talked to others: none of
+    their private prices, nor their words, reach the seat."""
+    analyst = api_client_for("analyst")
+    for sid in ("S01", "S02", "S03", "S04", "S05"):
+        response = _start(analyst, scenario="easy_negotiation", supplier_id=sid)
+        assert response.status_code == 201, response.json()
+        episode = Episode.objects.get(pk=response.json()["id"])
+        episode_run(episode_id=episode.pk, live_updates=False)
+        episode.refresh_from_db()
+        env = episode_env(episode)
+        for action in episode.decisions.order_by("step").values_list("action", flat=True):
+            env.step(action)
+        others = [(k, h) for k, h in env.world.th_hidden.items() if k[0] != sid]
+        if not others or episode.is_terminal:
+            continue  # the buyer has talked to no one else yet: try another seat
+        shown = json.dumps(_view(analyst, episode))
+        for _, hidden in others:
+            for x in (hidden.reservation, hidden.cost, hidden.floor, hidden.anchor):
+                assert f"{x:.2f}" not in shown
+        said = [
+            r["message"]
+            for r in episode.decisions.exclude(response=None).values_list("response", flat=True)
+            if r["supplier_id"] != sid
+        ]
+        assert said and not any(m in shown for m in said)
+        assert '"S0' not in shown.replace(f'"{sid}"', "")  # no other supplier is named
+        return
+    raise AssertionError("no seat met a buyer who had talked to another supplier first")
