@@ -239,13 +239,13 @@ def test_a_finished_seat_joins_the_suppliers_ratings(seat) -> None:
     _play_to_the_end(analyst, episode)
     name = f"human:{analyst.user.get_username()}"
     evaluation = evaluation_create(
-        policies="expert", scenarios="bilateral", seeds=SEED + 1, sealed=True
+        policies="expert", scenarios="bilateral", seeds=1, seed_start=SEED, sealed=True
     )
     suppliers = {r["player"]: r for r in evaluation.ratings if r["kind"] == "supplier"}
     assert name in suppliers and suppliers[name]["matches"] == 1
     assert name not in {r["player"] for r in evaluation.ratings if r["kind"] == "buyer"}
     # an evaluation of public worlds played other worlds: the seat does not join it
-    public = evaluation_create(policies="expert", scenarios="bilateral", seeds=SEED + 1)
+    public = evaluation_create(policies="expert", scenarios="bilateral", seeds=1, seed_start=SEED)
     assert name not in {r["player"] for r in public.ratings}
 
 
