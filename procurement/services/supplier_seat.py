@@ -241,9 +241,7 @@ def idle_turns(now=None) -> list[Episode]:
     """Running supplier-seat episodes whose waiting offer is older than the seat allows."""
     now = now or timezone.now()
     idle = []
-    waiting = Episode.objects.filter(
-        status=EpisodeStatus.RUNNING, supplier_seat__has_key=TURN
-    ).only("pk", "supplier_seat", "queue")
+    waiting = Episode.objects.filter(status=EpisodeStatus.RUNNING, supplier_seat__has_key=TURN)
     for episode in waiting:
         seat = episode.supplier_seat
         asked = datetime.fromisoformat(seat[TURN]["asked_at"])

@@ -133,6 +133,8 @@ def test_the_buyer_side_is_closed_to_the_seat_holder_while_it_runs(seat, api_cli
     assert page.status_code == 302 and page["Location"].endswith("/supplier-seat/")
     for path in ("transcript.csv", "print/"):
         assert analyst.get(f"/episodes/{episode.pk}/{path}").status_code == 403
+    needs = analyst.get("/api/episodes/", {"needs": "you"}).json()["results"]
+    assert [e["id"] for e in needs] == [episode.pk]  # the offer waits on its holder
     html = analyst.get(f"/episodes/{episode.pk}/supplier-seat/").content.decode()
     assert "Your private facts" in html
     for secret in _buyer_secrets(episode):
