@@ -17,6 +17,7 @@ from .suppliers.concession import pressure
 from .suppliers.field import FIELD_ACTOR
 from .suppliers.guard import GuardedDecision, HardRuleGuard, ProposedDecision, band_floor
 from .suppliers.rule import RULE_POLICY, SupplierContext, SupplierPolicy
+from .suppliers.seat import SEAT_ACTORS
 from .suppliers.tells import TellSignals, make_tells
 from .world.entities import Contract, PurchaseRequisition, Requirement, Round, Supplier, Thread
 from .world.records import (
@@ -203,7 +204,9 @@ def _negotiate(world: World, a: dict) -> tuple[dict | None, bool]:
     th = world.threads.get((sup.id, r.id))
     if th is None:
         th = world.open_thread(sup.id, r)
-    policy = world.supplier_policies.get(world.hidden[sup.id].persona, RULE_POLICY)
+    policies = world.supplier_policies
+    # a supplier seat (suppliers/seat.py) is keyed by its supplier's id, personas by name
+    policy = policies.get(sup.id) or policies.get(world.hidden[sup.id].persona, RULE_POLICY)
     return respond(world, th, r, price, msg, policy), False
 
 
@@ -221,12 +224,22 @@ def respond(
     sh = world.hidden[th.supplier_id]
     th.offers += 1
     ctx = SupplierContext(
-        sh.persona, offer, th.offers, hid, sh, world.week, buyer_message, world.rng, r, th
+        sh.persona,
+        offer,
+        th.offers,
+        hid,
+        sh,
+        world.week,
+        buyer_message,
+        world.rng,
+        r,
+        th,
+        world.steps_taken,
     )
     proposal = policy.respond(ctx)
     if proposal.actor != "rule":  # an LLM, its fallback, or a field negotiator answered
         world.step_supplier_actor = proposal.actor
-        if not proposal.actor.startswith(FIELD_ACTOR):
+        if not proposal.actor.startswith(FIELD_ACTOR) and proposal.actor not in SEAT_ACTORS:
             _count_llm_supplier(world, proposal)
     prev = hid.last_counter
     d = GUARD.apply(proposal, offer, hid.reservation, prev)

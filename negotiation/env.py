@@ -12,6 +12,7 @@ from .observation import Observation, next_episode_key, observe
 from .scoring import EpisodeScore, running_score
 from .suppliers.cast import ModelBackend, supplier_policies
 from .suppliers.rule import SupplierPolicy
+from .suppliers.seat import SupplierSeat
 from .week import close_week
 from .world.catalogue import catalogue_for
 from .world.records import FrozenDict
@@ -50,6 +51,7 @@ class ProcurementEnv:
         *,
         llm_backend: ModelBackend | None = None,
         world_key: bytes | None = None,
+        supplier_seat: SupplierSeat | None = None,
     ) -> None:
         """``llm_backend`` serves the scenario's LLM suppliers (``supplier_llm``) instead
         of the backend the scenario names: a shared batching handle, or a test double.
@@ -58,7 +60,10 @@ class ProcurementEnv:
         seed under the key (world/seeding.py), so a player who knows the seed, the scenario
         and this code still cannot rebuild it, and observations carry no seed. The key is
         the server's (a person's seat, a rated evaluation); None keeps public worlds,
-        where the seed alone decides everything."""
+        where the seed alone decides everything.
+
+        ``supplier_seat`` plays one supplier for a person (suppliers/seat.py): it answers
+        that supplier's offers in place of its persona, which answers when it cannot."""
         from .scenarios import load_scenario
 
         self._world_key = check_world_key(world_key)
@@ -70,6 +75,10 @@ class ProcurementEnv:
         self.done = True
         self.started = False
         self.supplier_policies: dict[str, SupplierPolicy] = supplier_policies(self.cfg, llm_backend)
+        self.supplier_seat = supplier_seat
+        if supplier_seat is not None:
+            supplier_seat.personas = dict(self.supplier_policies)
+            self.supplier_policies[supplier_seat.supplier_id] = supplier_seat
         # {"valid": bool, "error": {code, message} | None}, read-only: observations hold it.
         self.last_action: FrozenDict = VALID_ACTION
         self._score = 0.0
@@ -100,6 +109,10 @@ class ProcurementEnv:
             catalogue=self.catalogue,
             supplier_policies=self.supplier_policies,
         )
+        seat = self.supplier_seat
+        if seat is not None and seat.supplier_id not in self.world.sup_by_id:
+            known = ", ".join(sorted(self.world.sup_by_id))
+            raise ValueError(f"No supplier '{seat.supplier_id}' to seat; this world has {known}.")
         self._score = 0.0
         self._score = self.running_score()
         return self._observe()

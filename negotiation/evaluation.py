@@ -688,9 +688,13 @@ def leaderboard(
 
 
 # ----------------------------------------------------------------------------- ratings
-def ratings(outcomes: Sequence[Outcome], extra: Sequence[Outcome] = ()) -> list[dict[str, Any]]:
+def ratings(
+    outcomes: Sequence[Outcome],
+    extra: Sequence[Outcome] = (),
+    extra_suppliers: Sequence[Outcome] = (),
+) -> list[dict[str, Any]]:
     """openskill ratings, buyers and suppliers in separate pools (league.ratings)."""
-    return league_ratings(outcomes, extra)
+    return league_ratings(outcomes, extra, extra_suppliers)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -731,15 +735,17 @@ def evaluate(
     workers: int = 1,
     progress: IO[str] | None = None,
     extra_ratings: Sequence[Outcome] = (),
+    extra_suppliers: Sequence[Outcome] = (),
 ) -> EvaluationResult:
     """Run the spec's episodes, then aggregate and rate them. ``extra_ratings`` (stored
-    human-seat episodes) join the buyers' rating matches only."""
+    human-seat episodes) join the buyers' rating matches only; ``extra_suppliers``
+    (stored supplier-seat episodes, a person as ``opponent``) the suppliers' only."""
     t0 = time.perf_counter()
     outcomes = run_outcomes(spec, workers=workers, progress=progress)
     return EvaluationResult(
         spec,
         leaderboard(outcomes),
-        ratings(outcomes, extra_ratings),
+        ratings(outcomes, extra_ratings, extra_suppliers),
         time.perf_counter() - t0,
         matrix(outcomes),
         supplier_table(outcomes, resamples=BOOTSTRAP_RESAMPLES),

@@ -218,14 +218,19 @@ def supplier_table(outcomes: Sequence[Outcome], *, resamples: int) -> list[dict[
     return rows
 
 
-def ratings(outcomes: Sequence[Outcome], extra: Sequence[Outcome] = ()) -> list[dict[str, Any]]:
+def ratings(
+    outcomes: Sequence[Outcome],
+    extra: Sequence[Outcome] = (),
+    extra_suppliers: Sequence[Outcome] = (),
+) -> list[dict[str, Any]]:
     """openskill Plackett-Luce ratings in two separate pools, best ordinal first in each:
 
     - buyers: every (scenario, tier, line-up, seed, replay) is a match among the buyers
       that played it, ranked by score; ``extra`` outcomes (people who played the human
       seat on the same scenario and seed) join those matches as players of their own;
     - suppliers: every (mode, tier, seed, buyer, replay) is a match among the supplier
-      players that faced that buyer, ranked by the surplus they kept.
+      players that faced that buyer, ranked by the surplus they kept; ``extra_suppliers``
+      (people who played a supplier seat against that buyer on that world) join them.
     """
     from openskill.models import PlackettLuce  # only evaluations need it
 
@@ -264,7 +269,7 @@ def ratings(outcomes: Sequence[Outcome], extra: Sequence[Outcome] = ()) -> list[
     for o in [*outcomes, *extra]:
         buyer_matches[(o.scenario, o.tier, o.lineup, o.seed, o.replay)].append((o.policy, o.score))
     supplier_matches: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
-    for o in outcomes:
+    for o in [*outcomes, *extra_suppliers]:
         supplier_matches[(o.mode, o.tier, o.seed, o.policy, o.replay)].append(
             (o.opponent, surplus_kept(o))
         )

@@ -12,6 +12,7 @@ from .policies import Policy, get_policy
 from .policies.base import POLICY_DECISION, DecisionMeta
 from .scenarios import load_scenario
 from .suppliers.cast import ModelBackend
+from .suppliers.seat import AwaitingSupplier, SupplierSeat
 
 
 @dataclass(slots=True)
@@ -92,15 +93,20 @@ def run_episode(
     actions_prefix: list[Any] | None = None,
     llm_backend: ModelBackend | None = None,
     world_key: bytes | None = None,
+    supplier_seat: SupplierSeat | None = None,
 ) -> EpisodeResult:
     """Run to done. `actions_prefix` replays stored actions first (resume after a crash),
     then the policy continues from the resulting observation. `llm_backend` serves the
     scenario's LLM suppliers (see ProcurementEnv); rule-only scenarios ignore it.
-    `world_key` seals the world (ProcurementEnv): a sealed episode replays only with it."""
+    `world_key` seals the world (ProcurementEnv): a sealed episode replays only with it.
+    `supplier_seat`: a person plays one supplier; an offer they have not answered yet
+    raises AwaitingSupplier with the buyer's action and its decision record attached."""
     cfg = load_scenario(scenario)
     pol = get_policy(policy, seed=seed) if isinstance(policy, str) else policy
     pol.reset(seed)
-    env = ProcurementEnv(cfg, llm_backend=llm_backend, world_key=world_key)
+    env = ProcurementEnv(
+        cfg, llm_backend=llm_backend, world_key=world_key, supplier_seat=supplier_seat
+    )
     obs = env.reset(seed=seed)
     steps: list[StepRecord] = []
     prefix = list(actions_prefix or [])
@@ -110,15 +116,19 @@ def run_episode(
         replayed = i < len(prefix)
         action = prefix[i] if replayed else pol.act(obs)
         i += 1
-        if recording:
-            decision = (None if replayed else pol.last_decision) or POLICY_DECISION
-            res, rec = record_step(env, action, decision)
-            if record_steps:
-                steps.append(rec)
-            if on_step is not None:
-                on_step(rec)
-        else:
-            res = env.step(action)
+        decision = (None if replayed else pol.last_decision) or POLICY_DECISION
+        try:
+            if recording:
+                res, rec = record_step(env, action, decision)
+                if record_steps:
+                    steps.append(rec)
+                if on_step is not None:
+                    on_step(rec)
+            else:
+                res = env.step(action)
+        except AwaitingSupplier as waiting:
+            waiting.action, waiting.decision = _json_action(action), decision
+            raise
         obs = res.observation
     sc = env.score()
     return EpisodeResult(

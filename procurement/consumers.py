@@ -17,9 +17,11 @@ from procurement.api.errors import http_status
 from procurement.errors import ApplicationError, Forbidden, NotAuthenticated, NotFound
 from procurement.heap import freeze_startup_heap
 from procurement.limits import InputError, decode_json
+from procurement.models import Episode
 from procurement.roles import has_role
 from procurement.selectors import live
 from procurement.selectors.training import training_snapshot
+from procurement.services.supplier_seat import SEAT_CLOSED, seat_hides_record
 
 # The group events a stream forwards to its client as they are (see live.encoded).
 FORWARDED_EVENTS = frozenset(
@@ -128,6 +130,15 @@ class LiveStreamConsumer(AsyncJsonWebsocketConsumer, ABC):
 
 
 class EpisodeConsumer(LiveStreamConsumer):
+    def check_user(self) -> None:
+        """... and never the holder of its supplier seat while it runs: the stream is the
+        buyer's side (services.supplier_seat.seat_hides_record)."""
+        super().check_user()
+        episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
+        episode = Episode.objects.filter(pk=episode_id).first()
+        if episode is not None and seat_hides_record(episode, self.scope["user"]):
+            raise Forbidden(SEAT_CLOSED)
+
     def snapshot(self) -> dict[str, Any]:
         episode_id = self.scope["url_route"]["kwargs"]["episode_id"]
         self.group, snapshot = live.episode_snapshot(episode_id=episode_id)

@@ -69,6 +69,46 @@ class StartEpisodeForm(forms.Form):
         return PACES[self.cleaned_data["pace"]]
 
 
+class SupplierSeatForm(forms.Form):
+    """Take a supplier's seat against a buyer policy (services.supplier_seat)."""
+
+    scenario = forms.ModelChoiceField(
+        queryset=Scenario.objects.order_by("name"),
+        to_field_name="name",
+        empty_label=None,
+        widget=DescribedSelect,
+    )
+    policy = forms.ModelChoiceField(
+        queryset=PolicyConfig.objects.exclude(policy="human").order_by("name"),
+        to_field_name="name",
+        empty_label=None,
+        label="Buyer policy (rule or LLM)",
+        initial=DEFAULT_POLICY,
+        widget=DescribedSelect,
+    )
+    supplier_id = forms.CharField(
+        max_length=32,
+        required=False,
+        label="Supplier you play",
+        help_text="A supplier id such as S01; leave empty for the first (the bilateral seller).",
+    )
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=MAX_SEED,
+        required=False,
+        help_text="Leave empty for a seed the server draws. The world is sealed under the "
+        "server's key either way: the seed tells you nothing of the buyer's side.",
+    )
+    idle_seconds = forms.IntegerField(
+        min_value=30,
+        max_value=3600,
+        initial=600,
+        label="Minutes to answer, in seconds",
+        help_text="An offer unanswered this long passes your seat to the scenario's rule "
+        "supplier for the rest of the episode.",
+    )
+
+
 class StartSweepForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     scenarios = forms.ModelMultipleChoiceField(

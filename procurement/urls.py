@@ -12,6 +12,7 @@ from procurement.views import (
     health,
     pages,
     scenarios,
+    supplier_seat,
     sweeps,
     training,
 )
@@ -32,6 +33,12 @@ urlpatterns = [
     ),
     path("episodes/new/", episodes.episode_new, name="episode-start"),
     path("episodes/<int:episode_id>/", episodes.episode_detail, name="episode-page"),
+    path("supplier-seat/new/", supplier_seat.supplier_seat_new, name="supplier-seat-start"),
+    path(
+        "episodes/<int:episode_id>/supplier-seat/",
+        supplier_seat.supplier_seat_page,
+        name="supplier-seat-page",
+    ),
     path("sweeps/new/", sweeps.sweep_new, name="sweep-start"),
     path("scenarios/", scenarios.scenario_list, name="scenario-list-page"),
     path("scenarios/<int:scenario_id>/", scenarios.scenario_detail, name="scenario-page"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from negotiation.env import StepResult
     from negotiation.suppliers.cast import ModelBackend
     from negotiation.suppliers.recorded import RecordedReplies
+    from negotiation.suppliers.seat import SeatAnswer, SupplierSeat
     from procurement.models import Episode
 
 # What the default key is derived from SECRET_KEY for (an HMAC label: the derived key
@@ -46,17 +47,46 @@ def episode_world_key(episode: Episode) -> bytes | None:
     return server_world_key() if episode.sealed else None
 
 
-def episode_env(episode: Episode, *, llm_backend: ModelBackend | None = None) -> ProcurementEnv:
+def episode_supplier_seat(
+    episode: Episode, new: dict[int, SeatAnswer] | None = None
+) -> SupplierSeat | None:
+    """The person's seat of a supplier-seat episode, answering as they did (their stored
+    answers, and ``new`` ones not yet stored), or None for other episodes. Every engine
+    built for such an episode (its run, its replays, its exports) needs it: without the
+    person's answers the engine would ask again."""
+    seat = episode.supplier_seat
+    if not seat:
+        return None
+    from negotiation.suppliers.seat import HUMAN_ACTOR, SeatAnswer, SupplierSeat
+
+    stored = episode.decisions.filter(supplier_actor=HUMAN_ACTOR).values_list("step", "response")
+    answers = {step: SeatAnswer.from_response(response) for step, response in stored}
+    handed_over = seat.get("handed_over")
+    return SupplierSeat(
+        seat["supplier_id"],
+        {**answers, **(new or {})},
+        handed_over_at=None if handed_over is None else handed_over["step"],
+    )
+
+
+def episode_env(
+    episode: Episode,
+    *,
+    llm_backend: ModelBackend | None = None,
+    seat_answers: dict[int, SeatAnswer] | None = None,
+) -> ProcurementEnv:
     """A fresh engine for a stored episode, reset to its first step: its pinned scenario,
     its seed and, when sealed, the server's key. ``llm_backend`` answers for its LLM
     suppliers (a replay's recorded replies); runs pass the key to ``run_episode`` with
-    ``episode_world_key``."""
+    ``episode_world_key``. A supplier seat answers as the person did (``seat_answers``:
+    answers not stored yet)."""
     from negotiation import ProcurementEnv, load_scenario
 
     env = ProcurementEnv(
         load_scenario(episode.scenario_snapshot),
         llm_backend=llm_backend,
         world_key=episode_world_key(episode),
+        supplier_seat=episode_supplier_seat(episode, seat_answers),
     )
     env.reset(seed=episode.seed)
     return env

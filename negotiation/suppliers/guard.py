@@ -135,6 +135,9 @@ class ProposedDecision:
     # The private brief the proposer was given (an LLM's prompt): its message must not
     # restate it. Rule personas have none.
     instructions: str = ""
+    # Whether rule 2 screens the message: a person's own words (suppliers/seat.py) pass
+    # as typed; the price rules hold for everyone.
+    screen: bool = True
 
 
 @dataclass(slots=True)
@@ -332,7 +335,11 @@ class HardRuleGuard:
         shown = "" if price is None else fmt_price(price)
         message = proposal.message.replace("{price}", shown)
         public = (offer,) if last_counter is None else (offer, last_counter)
-        refused = screen(message, kind, price, public, reservation, proposal.instructions)
+        refused = (
+            screen(message, kind, price, public, reservation, proposal.instructions)
+            if proposal.screen
+            else ()
+        )
         if repairs and CONTRADICTS not in refused:
             # every price repair changed the kind or the price: the message was written
             # for a decision the guard overruled

@@ -206,6 +206,7 @@ class SupplierContext:
     # Public context an LLM supplier words its reply with (rule personas ignore it).
     requirement: Requirement | None = None
     public_thread: Thread | None = None
+    step: int = -1  # the buyer's step this offer came in (a supplier seat keys on it)
 
 
 class SupplierPolicy(ABC):

@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from negotiation.action_spec import MAX_MESSAGE
 from negotiation.metrics import shown_metrics
 from procurement import validators
 from procurement.limits import MAX_ID, MAX_SEED, MAX_SEEDS_PER_SWEEP, MAX_STEP_DELAY
@@ -244,6 +245,49 @@ class HumanMoveSerializer(serializers.Serializer):
     action = serializers.JSONField(
         help_text='One buyer action, e.g. {"action_type": "negotiate", "supplier_id": "S01", '
         '"requirement_id": "R01", "price": 12.5}.'
+    )
+
+
+class SupplierSeatStartSerializer(serializers.Serializer):
+    scenario = NameOrIdField(queryset=Scenario.objects.all())
+    policy = NameOrIdField(
+        queryset=PolicyConfig.objects.all(), help_text="The buyer: any stored policy, LLM or rule."
+    )
+    supplier_id = serializers.CharField(
+        max_length=32,
+        required=False,
+        allow_blank=True,
+        help_text="The supplier the analyst plays (e.g. S01); omitted: the first one.",
+    )
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_SEED,
+        required=False,
+        help_text="Omit for a seed the server draws. The world is drawn under the server's "
+        "key either way: the seed rebuilds nothing of the buyer's side.",
+    )
+    idle_seconds = serializers.IntegerField(
+        min_value=30,
+        max_value=3600,
+        default=600,
+        help_text="An offer unanswered this long passes the seat to the rule supplier.",
+    )
+
+
+class SupplierAnswerSerializer(serializers.Serializer):
+    step = serializers.IntegerField(
+        min_value=0, max_value=MAX_ID, help_text="The step of the offer this answers."
+    )
+    decision = serializers.ChoiceField(choices=["accept", "counter", "walk_away"])
+    price = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.01,
+        max_value=1e9,
+        help_text="A counter's unit price (an accept takes the buyer's offer).",
+    )
+    message = serializers.CharField(
+        max_length=MAX_MESSAGE, required=False, allow_blank=True, default="", trim_whitespace=True
     )
 
 

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -23,20 +24,22 @@ from rest_framework.response import Response
 from negotiation import list_presets, load_scenario
 from procurement.api import serializers as s
 from procurement.api.permissions import RolePermission
-from procurement.errors import NotFound
+from procurement.errors import Forbidden, NotFound
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep
 from procurement.selectors.aggregates import sweep_score_distributions
 from procurement.selectors.approvals import approval_payload, episode_approvals
 from procurement.selectors.episode_filters import EpisodeFilter
 from procurement.selectors.episodes import episode_decisions, episode_list, public_state_at
+from procurement.selectors.supplier_seat import seat_view
 from procurement.selectors.sweeps import sweep_summary
-from procurement.services import approvals, human_seat
+from procurement.services import approvals, human_seat, supplier_seat
 from procurement.services import datasets as dataset_services
 from procurement.services import episodes as episode_services
 from procurement.services import policies as policy_services
 from procurement.services import scenarios as scenario_services
 from procurement.services import sweeps as sweep_services
 from procurement.services.exports import write_sweep_csv, write_sweep_json
+from procurement.services.supplier_seat import SEAT_CLOSED, seat_hides_record
 
 EXPORTS = {"csv": (write_sweep_csv, "text/csv"), "json": (write_sweep_json, "application/json")}
 ID_REGEX = r"[0-9]{1,18}"  # non-numeric or absurd ids are a 404, never a database error
@@ -157,6 +160,16 @@ class EpisodeViewSet(
     def get_queryset(self):
         return episode_list() if self.action == "list" else Episode.objects.all()
 
+    # What a supplier seat's holder may do with its episode while it runs: everything
+    # else reads the buyer's side (services.supplier_seat.seat_hides_record).
+    SEAT_ACTIONS = frozenset({"seat", "answer", "cancel"})
+
+    def get_object(self):
+        episode = super().get_object()
+        if self.action not in self.SEAT_ACTIONS and seat_hides_record(episode, self.request.user):
+            raise Forbidden(SEAT_CLOSED)
+        return episode
+
     def get_serializer_class(self):
         return {
             "create": s.EpisodeCreateSerializer,
@@ -236,6 +249,52 @@ class EpisodeViewSet(
             episode_id=episode.pk, user=request.user, **params.validated_data
         )
         return Response(decision, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=s.SupplierSeatStartSerializer,
+        responses={201: OpenApiResponse(description="The episode: id and seat page.")},
+    )
+    @action(detail=False, methods=["post"], url_path="supplier-seat")
+    def supplier_seat_start(self, request):
+        """Play a supplier against a buyer policy (rule or LLM): the run starts on the
+        buyer's lane and stops at each offer to the seat until the analyst answers."""
+        params = s.SupplierSeatStartSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        episode = supplier_seat.supplier_seat_start(user=request.user, **params.validated_data)
+        body = {"id": episode.pk, "page": reverse("supplier-seat-page", args=[episode.pk])}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: OpenApiResponse(description="The seated supplier's side.")})
+    @action(detail=True, methods=["get"])
+    def seat(self, request, pk=None):
+        """The supplier seat's side of the episode: the offer waiting for an answer with
+        the supplier's private facts, and its thread. Never the buyer's side."""
+        episode = self.get_object()
+        if not episode.supplier_seat:
+            raise NotFound("No one plays a supplier of this episode.")
+        return Response(seat_view(episode))
+
+    @extend_schema(
+        request=s.SupplierAnswerSerializer,
+        responses={
+            201: OpenApiResponse(description="The stored step's response."),
+            400: s.RefusedMoveSerializer,
+            403: OpenApiResponse(description="Not your seat."),
+            409: OpenApiResponse(description="No offer waits at that step; nothing played."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def answer(self, request, pk=None):
+        """Answer the buyer's offer waiting at ``step`` (the seat holder only), once:
+        accept it, counter at a price, or walk away, with a message shown as typed."""
+        episode = self.get_object()
+        params = s.SupplierAnswerSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        answer = supplier_seat.Answer(**params.validated_data)
+        stored = supplier_seat.supplier_seat_answer(
+            episode_id=episode.pk, user=request.user, answer=answer
+        )
+        return Response(stored, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.ApprovalSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="approvals")

@@ -42,6 +42,13 @@ class Episode(models.Model):
         help_text="Its hidden world is drawn from the seed under the server's key (a "
         "person's seat): the seed rebuilds nothing, and it is shown once the episode ends.",
     )
+    supplier_seat = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="A person plays one supplier (services.supplier_seat): {supplier_id, "
+        "idle_seconds}, the buyer's offer waiting for them (turn), and the hand-over to "
+        "the rule supplier after an idle wait (handed_over). Null: no supplier seat.",
+    )
     step_delay = models.FloatField(
         default=0.0,
         help_text="Seconds between decisions: 0 plays at engine speed; a live episode is "

@@ -30,9 +30,10 @@ def with_owner(episodes: QuerySet[Episode]) -> QuerySet[Episode]:
 
 def needing(episodes: QuerySet[Episode], user) -> QuerySet[Episode]:
     """Those of ``episodes`` that wait on ``user``: their own human seat still in play,
-    or an escalation that someone other than its starter must answer."""
+    an offer to their supplier seat, or an escalation that someone other than its starter
+    must answer."""
     open_runs = episodes.exclude(status__in=TERMINAL_STATUSES)
-    seat = Q(queue=HUMAN_QUEUE, created_by=user)
+    seat = Q(queue=HUMAN_QUEUE, created_by=user) | Q(supplier_seat__has_key="turn", created_by=user)
     approval = Q(approvals__status=ApprovalStatus.PENDING) & ~Q(created_by=user)
     return open_runs.filter(seat | approval).distinct()
 

@@ -23,11 +23,12 @@ from django.utils import timezone
 from negotiation import StepRecord, get_policy, run_episode
 from negotiation.llm import ChatRequest, ChatResult, LLMBackend
 from negotiation.llm.shared import shared_batcher, shared_batcher_loaded
+from negotiation.suppliers.seat import AwaitingSupplier
 from procurement import dispatch
 from procurement.models import Episode, EpisodeStatus
 from procurement.run_phases import LOADING_MODEL, THINKING, Phase, phase_set
 from procurement.selectors.episodes import episode_llm_spec
-from procurement.services import approvals, live
+from procurement.services import approvals, live, supplier_seat
 from procurement.services.episodes import (
     AttemptSuperseded,
     episode_claim,
@@ -38,7 +39,7 @@ from procurement.services.episodes import (
 )
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
-from procurement.worlds import episode_world_key
+from procurement.worlds import episode_supplier_seat, episode_world_key
 
 BATCH_STEPS = 256  # rows per INSERT
 BATCH_SECONDS = 0.05  # a slow (LLM) policy still streams each decision promptly
@@ -204,6 +205,7 @@ def episode_run(
                 actions_prefix=stored_actions,
                 llm_backend=backend,
                 world_key=episode_world_key(episode),
+                supplier_seat=episode_supplier_seat(episode),
             )
         if writer.buffer:
             writer.flush()
@@ -215,6 +217,12 @@ def episode_run(
             queue=episode.queue,
             countdown=episode.step_delay,
         )
+        return episode
+    except AwaitingSupplier as waiting:
+        # The person answers the offer on the seat page; the answer sends the run on.
+        with contextlib.suppress(AttemptSuperseded):
+            writer.flush()
+            supplier_seat.supplier_seat_wait(episode=episode, attempt=attempt, waiting=waiting)
         return episode
     except approvals.AwaitingApproval:
         # A person answers the escalation; the answer (or the timeout) sends the run on.

@@ -27,6 +27,7 @@ from negotiation.evaluation import (
 from negotiation.lineups import AS_CONFIGURED
 from procurement.models import Episode, EpisodeStatus, Evaluation, PolicyConfig, Scenario
 from procurement.run_plan import HUMAN_POLICY
+from procurement.services.supplier_seat import supplier_seat_outcomes
 from procurement.worlds import server_world_key
 
 NAME_LENGTH = Evaluation._meta.get_field("name").max_length
@@ -133,7 +134,11 @@ def evaluation_create(
         )
         started = timezone.now()
         result = evaluate(
-            spec, workers=workers, progress=progress, extra_ratings=human_outcomes(spec)
+            spec,
+            workers=workers,
+            progress=progress,
+            extra_ratings=human_outcomes(spec),
+            extra_suppliers=supplier_seat_outcomes(spec),
         )
     except EvaluationError as exc:
         raise _validation_error(exc) from None

@@ -32,7 +32,7 @@ from procurement.dispatch import RunRef
 from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell, TrainingRun
 from procurement.models.status import RunStatus
 from procurement.run_plan import GPU_QUEUE, HUMAN_QUEUE
-from procurement.services import approvals, human_seat
+from procurement.services import approvals, human_seat, supplier_seat
 from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,9 @@ def stalled_episode_ids(*, live: Collection[RunRef], queued_grace_s: float, stal
         Episode.objects.filter(status__in=OPEN_RUN, sweep__isnull=True)
         .exclude(queue=HUMAN_QUEUE)
         # ... and one waiting for an approver is answered by approvals_expire at its deadline.
-        .exclude(approvals__status=ApprovalStatus.PENDING),
+        .exclude(approvals__status=ApprovalStatus.PENDING)
+        # ... and one whose supplier seat has an offer to answer waits for its person.
+        .exclude(supplier_seat__has_key=supplier_seat.TURN),
         queued_grace_s=queued_grace_s,
         stall_s=stall_s,
     ).values_list("pk", "queue")
@@ -153,7 +155,8 @@ def recover_trainings(
 
 def reconcile(*, stall_s: float | None = None) -> Recovery:
     """One pass: find stalled runs, claim each, send its task again (or close it); answer
-    overdue approvals by rule and hand idle human seats to their fallback policy.
+    overdue approvals by rule and hand idle human seats (buyer or supplier) to their
+    fallback.
 
     Runs whose task is on its way (``dispatch.runs_in_flight``) are left alone."""
     stall = settings.RUN_STALL_SECONDS if stall_s is None else stall_s
@@ -167,6 +170,10 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
     done.approvals_timed_out = approvals.approvals_expire()
     for episode in human_seat.idle_seats():
         if human_seat.seat_hand_over(episode=episode):
+            dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
+            done.seats_handed_over.append(episode.pk)
+    for episode in supplier_seat.idle_turns():
+        if supplier_seat.supplier_seat_hand_over(episode=episode):
             dispatch.enqueue(dispatch.RUN_EPISODE, episode.pk, queue=episode.queue)
             done.seats_handed_over.append(episode.pk)
     resume, closed = recover_sweeps(live=live, **grace)

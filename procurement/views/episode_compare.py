@@ -10,6 +10,7 @@ from procurement.models import Episode
 from procurement.selectors.episode_compare import aligned_steps, metric_rows, score_lines
 from procurement.selectors.episode_filters import MAX_BIGINT
 from procurement.views.access import role_required
+from procurement.views.supplier_seat import seat_checked
 
 
 class CompareForm(forms.Form):
@@ -29,8 +30,8 @@ def episode_compare(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():  # nothing asked yet (200) or a bad id (400): the form says
         status = 400 if request.GET else 200
         return render(request, "procurement/episode_compare.html", {"form": form}, status=status)
-    a = get_object_or_404(Episode, pk=form.cleaned_data["a"])
-    b = get_object_or_404(Episode, pk=form.cleaned_data["b"])
+    a = seat_checked(request, get_object_or_404(Episode, pk=form.cleaned_data["a"]))
+    b = seat_checked(request, get_object_or_404(Episode, pk=form.cleaned_data["b"]))
     steps = aligned_steps(a, b)
     context = {
         "form": form,

@@ -13,11 +13,12 @@ from procurement.services.exports import (
     write_transcript_csv,
 )
 from procurement.views.access import role_required
+from procurement.views.supplier_seat import seat_checked
 
 
 @role_required("analyst")
 def transcript_csv(request: HttpRequest, episode_id: int) -> HttpResponse:
-    episode = get_object_or_404(Episode, pk=episode_id)
+    episode = seat_checked(request, get_object_or_404(Episode, pk=episode_id))
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = f"episode-{episode.pk}-transcript.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -27,7 +28,7 @@ def transcript_csv(request: HttpRequest, episode_id: int) -> HttpResponse:
 
 @role_required("analyst")
 def transcript_print(request: HttpRequest, episode_id: int) -> HttpResponse:
-    episode = get_object_or_404(Episode, pk=episode_id)
+    episode = seat_checked(request, get_object_or_404(Episode, pk=episode_id))
     rows = transcript_rows(episode)
     columns = episode_transcript_columns(episode)
     # Paper has no room for columns no decision filled (a rule policy writes no message).

@@ -15,6 +15,7 @@ from procurement.selectors.episode_compare import compare_candidates
 from procurement.selectors.episodes import episode_model_label
 from procurement.selectors.glossary import episode_units, metric_glossary
 from procurement.services.episodes import episode_create
+from procurement.services.supplier_seat import seat_hides_record
 from procurement.views.access import call_service, role_required
 
 
@@ -44,6 +45,8 @@ def episode_new(request: HttpRequest) -> HttpResponse:
 @role_required("analyst")
 def episode_detail(request: HttpRequest, episode_id: int) -> HttpResponse:
     episode = get_object_or_404(Episode, pk=episode_id)
+    if seat_hides_record(episode, request.user):
+        return redirect("supplier-seat-page", episode_id=episode.pk)
     units = episode_units(episode)
     context = {
         "episode": episode,
