@@ -1,5 +1,5 @@
-"""Read-only live streams over WebSocket: one episode, one sweep, one training run, or the
-overview.
+"""Read-only live streams over WebSocket: one episode, one sweep, one training run, one
+evaluation, or the overview.
 
 A client gets a snapshot on connect (so a late joiner misses nothing), then every event
 the workers publish to the group. Login and a role are required, as for the pages.
@@ -19,6 +19,7 @@ from procurement.heap import freeze_startup_heap
 from procurement.limits import InputError, decode_json
 from procurement.roles import has_role
 from procurement.selectors import live
+from procurement.selectors.evaluations import evaluation_snapshot
 from procurement.selectors.training import training_snapshot
 
 # The group events a stream forwards to its client as they are (see live.encoded).
@@ -30,6 +31,7 @@ FORWARDED_EVENTS = frozenset(
         "sweep.progress",
         "episode.approval",
         "training.progress",
+        "evaluation.progress",
     }
 )
 
@@ -167,6 +169,13 @@ class TrainingConsumer(LiveStreamConsumer):
     def snapshot(self) -> dict[str, Any]:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
         self.group, snapshot = training_snapshot(run_id=run_id)
+        return snapshot
+
+
+class EvaluationConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any]:
+        evaluation_id = self.scope["url_route"]["kwargs"]["evaluation_id"]
+        self.group, snapshot = evaluation_snapshot(evaluation_id=evaluation_id)
         return snapshot
 
 

@@ -2,7 +2,7 @@ import argparse
 import math
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from negotiation.evaluation import format_leaderboard, format_matrix, format_ratings
 from procurement.management.arguments import integer, option_error, seed
@@ -73,6 +73,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
 
     def handle(self, *args, workers, price, **opts):
+        from procurement.errors import ApplicationError
         from procurement.services.evaluations import evaluation_create
 
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
@@ -93,6 +94,8 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise option_error(exc) from None
+        except ApplicationError as exc:  # failed while it played: the row says why
+            raise CommandError(exc.message) from None
         self.stdout.write(
             f"Evaluation #{evaluation.pk}: {evaluation.episodes:,} episodes in "
             f"{evaluation.seconds:.1f} s ({workers} worker{'s' if workers != 1 else ''})."
