@@ -1,26 +1,19 @@
 import argparse
-import math
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from negotiation.evaluation import format_leaderboard, format_matrix, format_ratings
 from procurement.management.arguments import integer, option_error, seed
+from procurement.validators import parse_model_price
 
 
 def price(text: str) -> tuple[str, tuple[float, float]]:
     """MODEL=IN[:OUT]: money per million tokens in (prompt) and out (completion)."""
-    model, sep, value = text.partition("=")
-    parts = value.split(":")
     try:
-        numbers = [float(p) for p in parts]
-    except ValueError:
-        numbers = []
-    if not sep or not model.strip() or len(numbers) not in (1, 2):
-        raise argparse.ArgumentTypeError(f"'{text}' is not MODEL=IN[:OUT], e.g. smollm2=0.1:0.4.")
-    if not all(math.isfinite(n) and n >= 0 for n in numbers):
-        raise argparse.ArgumentTypeError(f"prices are numbers >= 0; got {text}.")
-    return model.strip(), (numbers[0], numbers[-1])
+        return parse_model_price(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class Command(BaseCommand):
