@@ -89,10 +89,10 @@
       };
     }).filter((t) => t.x.length);
     Plotly.newPlot(el, traces, {
-      margin: { t: 10, r: 10, b: 45, l: narrow ? 90 : 150 }, height: 90 + 32 * board.length,
+      margin: { t: 30, r: 10, b: 45, l: narrow ? 90 : 150 }, height: 110 + 32 * board.length,
       xaxis: { title: { text: "mean score, 95 % CI" }, range: [0, 1] },
       yaxis: { categoryorder: "array", categoryarray: board.map((r) => r.policy).reverse(), automargin: true },
-      legend: { orientation: "h", y: -0.35 },
+      legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
     }, config);
   });
 
