@@ -53,6 +53,7 @@ from procurement.selectors.evaluations import MAX_STORED_OUTCOMES, outcome_row
 from procurement.services import live
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
+from procurement.services.quotas import llm_evaluation_quota_check
 from procurement.services.run_status import cancel_run
 from procurement.worlds import server_world_key
 
@@ -199,7 +200,8 @@ def start_evaluation(
     its queue (``evaluation_queue``). The arguments mirror ``manage.py evaluate``'s
     options: comma-separated text or lists of names; ``prices``: money per million tokens
     by model, (in, out); ``sealed``: held-out worlds drawn under the server's key
-    (procurement.worlds). ValidationError, and nothing created, when anything is wrong."""
+    (procurement.worlds); ``user``: who starts it (a person's LLM episodes are limited:
+    QuotaExceeded). ValidationError, and nothing created, when anything is wrong."""
     spec = _spec(
         policies=policies,
         scenarios=scenarios,
@@ -213,6 +215,8 @@ def start_evaluation(
         name=name,
         sealed=sealed,
     )
+    user = user if getattr(user, "is_authenticated", False) else None
+    llm_evaluation_quota_check(user=user, llm_episodes=llm_episodes(spec))
     evaluation = Evaluation.objects.create(
         name=name,
         queue=evaluation_queue(spec),
@@ -229,7 +233,7 @@ def start_evaluation(
         episodes=spec.episodes,
         llm_episodes=llm_episodes(spec),
         pinned={"players": dict(spec.players), "configs": dict(spec.configs)},
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        created_by=user,
     )
     if enqueue:
         dispatch.enqueue(dispatch.RUN_EVALUATION, evaluation.pk, queue=evaluation.queue)

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from procurement import dispatch
 from procurement.broker import run_ref
+from procurement.errors import Conflict, QuotaExceeded
 from procurement.models import Evaluation, EvaluationStatus, PolicyConfig
 from procurement.services import evaluations as svc
 from procurement.services import live
@@ -168,7 +169,7 @@ def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(
     queued = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
     svc.evaluation_cancel(evaluation=queued)
     assert svc.evaluation_execute(evaluation_id=queued.pk).status == "cancelled"
-    with pytest.raises(svc.Conflict):
+    with pytest.raises(Conflict):
         svc.evaluation_cancel(evaluation=queued)
 
 
@@ -203,3 +204,15 @@ class _Recorder:
 
     def run_refs(self):
         return set()
+
+
+@pytest.mark.django_db
+def test_a_person_s_llm_episodes_are_limited(seeded, model_folder, user_with_role) -> None:
+    params = {"policies": "expert", "scenarios": "bilateral", "seeds": 3, "enqueue": False}
+    params["suppliers"] = f"hardball,llm:{model_folder}"
+    with override_settings(LLM_MAX_SWEEP_CELLS_PER_USER=2):
+        with pytest.raises(QuotaExceeded, match="3 episodes that call a language model"):
+            svc.start_evaluation(**params, user=user_with_role("ops"))
+        assert Evaluation.objects.count() == 0
+        svc.start_evaluation(**params)  # the command line is not limited
+    assert Evaluation.objects.get().llm_episodes == 3
