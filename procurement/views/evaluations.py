@@ -17,6 +17,7 @@ from procurement.forms import StartEvaluationForm
 from procurement.models import Evaluation, EvaluationStatus
 from procurement.roles import has_role
 from procurement.selectors.evaluations import (
+    OUTCOME_FIELDS,
     cell_episodes,
     evaluation_form_facts,
     evaluation_list,
@@ -113,9 +114,15 @@ def evaluation_csv(request: HttpRequest, evaluation_id: int) -> HttpResponse:
 
 @role_required("analyst")
 def evaluation_json(request: HttpRequest, evaluation_id: int) -> HttpResponse:
-    """Everything the API's detail gives: parameters, leaderboard, matrix, ratings."""
+    """Everything the API's detail gives (parameters, leaderboard, matrix, ratings), and
+    the per-episode lines (OUTCOME_FIELDS) when the evaluation kept them."""
     evaluation = _finished(evaluation_id)
-    body = json.dumps(EvaluationDetailSerializer(evaluation).data, cls=DjangoJSONEncoder)
+    data = {
+        **EvaluationDetailSerializer(evaluation).data,
+        "outcome_fields": list(OUTCOME_FIELDS),
+        "outcomes": evaluation.outcomes,
+    }
+    body = json.dumps(data, cls=DjangoJSONEncoder)
     response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="evaluation-{evaluation.pk}.json"'
     return response

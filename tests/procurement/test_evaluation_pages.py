@@ -257,6 +257,8 @@ def test_downloads_and_the_episodes_of_a_cell(user_with_role, evaluation) -> Non
 
     body = client.get(reverse("evaluation-json", args=[evaluation.pk])).json()
     assert body["leaderboard"] == evaluation.leaderboard and body["status"] == "finished"
+    played = [dict(zip(body["outcome_fields"], o, strict=True)) for o in body["outcomes"]]
+    assert len(played) == 12 and {o["seed"] for o in played} == {0, 1, 2}
 
     cell = reverse("evaluation-cell", args=[evaluation.pk])
     query = "?scenario=bilateral_hardball&lineup=scenario&buyer=expert"
