@@ -171,7 +171,9 @@ def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(db, mon
 
 
 @pytest.mark.django_db
-def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(db, model_folder) -> None:
+def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
+    db, model_folder, monkeypatch
+) -> None:
     rule = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
     llm = svc.start_evaluation(
         policies="expert", scenarios="bilateral", suppliers=f"llm:{model_folder}", seeds=2,
@@ -180,12 +182,9 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(db, model_fol
     old = timezone.now() - timedelta(hours=1)
     Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
     sent = []
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
     with override_settings(TASK_RUNNER="thread"):
-        dispatch.set_local_runner(lambda: _Recorder(sent))
-        try:
-            done = reconcile(stall_s=60)
-        finally:
-            dispatch.set_local_runner(None)
+        done = reconcile(stall_s=60)
     assert sorted(done.evaluations_restarted) == sorted([rule.pk, llm.pk])
     assert Evaluation.objects.filter(status=EvaluationStatus.QUEUED).count() == 2
 
