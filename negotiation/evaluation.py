@@ -24,7 +24,7 @@ import multiprocessing
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -59,6 +59,9 @@ CHUNK_SEEDS = 25  # seeds per unit of work: progress stays smooth, overhead smal
 LLM_BATCH_EPISODES = 64  # LLM episodes played at once against one model
 
 Prices = Mapping[str, tuple[float, float]]  # model label -> (in, out) per million tokens
+# Told as episodes finish: (episodes done, episodes in all, the cell playing now). It may
+# raise to stop the run (a cancel): the exception leaves run_outcomes / evaluate as is.
+ProgressHook = Callable[[int, int, str], None]
 
 
 class EvaluationError(ValueError):
@@ -269,7 +272,7 @@ def build_spec(
             players,
             price_map,
         )
-        llm_episodes = _llm_episodes(spec)
+        model_episodes = llm_episodes(spec)
         if spec.episodes > MAX_EPISODES:
             errors.append(
                 {
@@ -278,7 +281,7 @@ def build_spec(
                     "in one evaluation.",
                 }
             )
-        elif llm_episodes and spec.sealed:
+        elif model_episodes and spec.sealed:
             errors.append(
                 {
                     "field": "sealed",
@@ -286,11 +289,11 @@ def build_spec(
                     "plays public worlds.",
                 }
             )
-        elif llm_episodes > MAX_LLM_EPISODES:
+        elif model_episodes > MAX_LLM_EPISODES:
             errors.append(
                 {
                     "field": "seeds",
-                    "message": f"{llm_episodes:,} episodes call a language model; at most "
+                    "message": f"{model_episodes:,} episodes call a language model; at most "
                     f"{MAX_LLM_EPISODES:,} in one evaluation.",
                 }
             )
@@ -318,7 +321,8 @@ def _check_prices(prices: Prices, errors: list[dict[str, str]]) -> dict[str, tup
     return out
 
 
-def _llm_episodes(spec: EvaluationSpec) -> int:
+def llm_episodes(spec: EvaluationSpec) -> int:
+    """How many of the spec's episodes call a language model (buyer or suppliers)."""
     per = spec.seeds * spec.replays * max(1, len(spec.tiers))
     total = 0
     for name in spec.scenarios:
@@ -435,6 +439,35 @@ def _outcome(
     )
 
 
+def cell_label(task: Task) -> str:
+    """A task's cell as people read it: scenario[@tier] · line-up · buyer."""
+    scenario, tier, lineup, policy = task[:4]
+    return f"{scenario if tier is None else f'{scenario}@{tier}'} · {lineup} · {policy}"
+
+
+class _Progress:
+    """The terminal's bar (tqdm, on a stream) and the caller's hook, told together."""
+
+    def __init__(self, bar: Any, total: int, hook: ProgressHook | None) -> None:
+        self.bar, self.total, self.hook = bar, total, hook
+        self.done, self.cell = 0, ""
+
+    def at(self, task: Task) -> None:
+        """``task`` starts playing."""
+        self.cell = cell_label(task)
+        if self.hook is not None:
+            self.hook(self.done, self.total, self.cell)
+
+    def update(self, n: int, task: Task | None = None) -> None:
+        """``n`` more episodes done (of ``task``'s cell, when given)."""
+        self.bar.update(n)
+        self.done += n
+        if task is not None:
+            self.cell = cell_label(task)
+        if self.hook is not None:
+            self.hook(self.done, self.total, self.cell)
+
+
 def _run_chunk(task: Task) -> list[Outcome]:
     scenario, tier, lineup, policy, lo, hi = task
     cell = (scenario, tier, lineup)
@@ -489,7 +522,9 @@ def _money(spec: LLMSpec, prompt: int, completion: int, prices: Prices) -> float
     return (prompt * p_in + completion * p_out) / 1e6
 
 
-def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices) -> list[Outcome]:
+def _run_llm_batched(
+    model: LLMSpec, tasks: list[Task], prices: Prices, progress: _Progress
+) -> list[Outcome]:
     """Episodes that all talk to one model (buyer, suppliers or both), played together:
     every round of their turns is one call of the process's batching backend."""
     from .interfaces.concurrent import run_episodes_concurrently
@@ -505,6 +540,7 @@ def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices) -> list[
     for start in range(0, len(keys), LLM_BATCH_EPISODES):
         batch = keys[start : start + LLM_BATCH_EPISODES]
         seats: list[dict[str, Any]] = [{} for _ in batch]
+        progress.at(batch[0][0])
 
         def job(
             seat: dict[str, Any], key: tuple[Task, int, int]
@@ -536,6 +572,7 @@ def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices) -> list[
                 "money": _money(model, stats.prompt_tokens, stats.completion_tokens, prices),
             }
             out.append(_outcome(task[:3], task[3], seed, replay, res, seat["timed"], **usage))
+        progress.update(len(batch), batch[-1][0])
     return out
 
 
@@ -574,7 +611,7 @@ def _run_llm_mixed(task: Task, buyer: LLMSpec, suppliers: LLMSpec, prices: Price
     return out
 
 
-def _run_llm(tasks: list[Task], prices: Prices, bar: Any) -> list[Outcome]:
+def _run_llm(tasks: list[Task], prices: Prices, progress: _Progress) -> list[Outcome]:
     groups: dict[LLMSpec, list[Task]] = defaultdict(list)
     out: list[Outcome] = []
     for task in tasks:
@@ -588,26 +625,30 @@ def _run_llm(tasks: list[Task], prices: Prices, bar: Any) -> list[Outcome]:
                 suppliers.model,
             )
         ):
+            progress.at(task)
             chunk = _run_llm_mixed(task, buyer, suppliers, prices)
             out.extend(chunk)
-            bar.update(len(chunk))
+            progress.update(len(chunk), task)
             continue
         model = buyer or suppliers
         assert model is not None
         groups[model].append(task)
     for model, group in groups.items():
-        chunk = _run_llm_batched(model, group, prices)
-        out.extend(chunk)
-        bar.update(len(chunk))
+        out.extend(_run_llm_batched(model, group, prices, progress))
     return out
 
 
 def run_outcomes(
-    spec: EvaluationSpec, *, workers: int = 1, progress: IO[str] | None = None
+    spec: EvaluationSpec,
+    *,
+    workers: int = 1,
+    progress: IO[str] | None = None,
+    on_progress: ProgressHook | None = None,
 ) -> list[Outcome]:
     """Every episode of the spec, sorted. Rule-only episodes run in ``workers`` processes
     when > 1 (spawned: nothing of the caller's state, such as open connections, is
-    inherited); episodes that call a model run here, batched per model."""
+    inherited); episodes that call a model run here, batched per model. ``progress``: a
+    stream for a tqdm bar; ``on_progress``: told after every chunk (ProgressHook)."""
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise EvaluationError(
             [{"field": "workers", "message": f"A whole number from 1 to {MAX_WORKERS}."}]
@@ -623,19 +664,22 @@ def run_outcomes(
     with tqdm(
         total=spec.episodes, unit="ep", file=progress, disable=progress is None, smoothing=0.1
     ) as bar:
+        told = _Progress(bar, spec.episodes, on_progress)
         if workers == 1 or len(rule_tasks) <= 1:
             for task in rule_tasks:
+                told.at(task)
                 chunk = _run_chunk(task)
                 outcomes.extend(chunk)
-                bar.update(len(chunk))
+                told.update(len(chunk), task)
         else:
             ctx = multiprocessing.get_context("spawn")
             with ctx.Pool(min(workers, len(rule_tasks)), _init_worker, initargs) as pool:
                 for chunk in pool.imap_unordered(_run_chunk, rule_tasks):
                     outcomes.extend(chunk)
-                    bar.update(len(chunk))
+                    o = chunk[0]
+                    told.update(len(chunk), (o.scenario, o.tier, o.lineup, o.policy, 0, 0))
         if llm_tasks:
-            outcomes.extend(_run_llm(llm_tasks, spec.prices, bar))
+            outcomes.extend(_run_llm(llm_tasks, spec.prices, told))
     order = {task[:4]: i for i, task in enumerate(tasks)}
     outcomes.sort(key=lambda o: (order[(o.scenario, o.tier, o.lineup, o.policy)], o.seed, o.replay))
     return outcomes
@@ -707,6 +751,7 @@ class EvaluationResult:
     matrix: list[dict[str, Any]] = field(default_factory=list)
     suppliers: list[dict[str, Any]] = field(default_factory=list)
     paired: bool = True  # every seed drew one world for every buyer (checked, not assumed)
+    outcomes: tuple[Outcome, ...] = field(default=(), repr=False)  # every episode, sorted
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -734,14 +779,16 @@ def evaluate(
     *,
     workers: int = 1,
     progress: IO[str] | None = None,
+    on_progress: ProgressHook | None = None,
     extra_ratings: Sequence[Outcome] = (),
     extra_suppliers: Sequence[Outcome] = (),
 ) -> EvaluationResult:
     """Run the spec's episodes, then aggregate and rate them. ``extra_ratings`` (stored
     human-seat episodes) join the buyers' rating matches only; ``extra_suppliers``
-    (stored supplier-seat episodes, a person as ``opponent``) the suppliers' only."""
+    (stored supplier-seat episodes, a person as ``opponent``) the suppliers' only;
+    ``progress`` and ``on_progress`` as for run_outcomes."""
     t0 = time.perf_counter()
-    outcomes = run_outcomes(spec, workers=workers, progress=progress)
+    outcomes = run_outcomes(spec, workers=workers, progress=progress, on_progress=on_progress)
     return EvaluationResult(
         spec,
         leaderboard(outcomes),
@@ -750,6 +797,7 @@ def evaluate(
         matrix(outcomes),
         supplier_table(outcomes, resamples=BOOTSTRAP_RESAMPLES),
         seeds_paired(outcomes),
+        tuple(outcomes),
     )
 
 
@@ -840,13 +888,16 @@ __all__ = [
     "EvaluationResult",
     "EvaluationSpec",
     "Outcome",
+    "ProgressHook",
     "build_spec",
+    "cell_label",
     "evaluate",
     "format_leaderboard",
     "format_matrix",
     "format_ratings",
     "headless_policies",
     "leaderboard",
+    "llm_episodes",
     "ratings",
     "run_outcomes",
 ]

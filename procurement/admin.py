@@ -300,8 +300,12 @@ class SweepCellAdmin(ReadOnlyAdmin):
 
 @admin.register(Evaluation)
 class EvaluationAdmin(ReadOnlyAdmin):
-    list_display = ["id", "name", "seeds", "episodes", "seconds", "created_by", "created_at"]
+    """Read-only: evaluations are started from the Evaluations page or manage.py evaluate."""
+
+    list_display = ["id", "name", "status", "queue", "seeds", "episodes", "seconds", "created_at"]
+    list_filter = ["status", "queue"]
     search_fields = ["name"]
+    exclude = ["outcomes", "pinned"]  # up to 20,000 lines; the cell pages show them
 
 
 def _lineage_html(lineage: dict | None):

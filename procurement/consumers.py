@@ -1,5 +1,5 @@
-"""Read-only live streams over WebSocket: one episode, one sweep, one training run, or the
-overview.
+"""Read-only live streams over WebSocket: one episode, one sweep, one training run, one
+evaluation, or the overview.
 
 A client gets a snapshot on connect (so a late joiner misses nothing), then every event
 the workers publish to the group. Login and a role are required, as for the pages.
@@ -20,6 +20,7 @@ from procurement.limits import InputError, decode_json
 from procurement.models import Episode
 from procurement.roles import has_role
 from procurement.selectors import live
+from procurement.selectors.evaluations import evaluation_snapshot
 from procurement.selectors.training import training_snapshot
 from procurement.services.supplier_seat import SEAT_CLOSED, seat_hides_record
 
@@ -32,6 +33,7 @@ FORWARDED_EVENTS = frozenset(
         "sweep.progress",
         "episode.approval",
         "training.progress",
+        "evaluation.progress",
     }
 )
 
@@ -178,6 +180,13 @@ class TrainingConsumer(LiveStreamConsumer):
     def snapshot(self) -> dict[str, Any]:
         run_id = self.scope["url_route"]["kwargs"]["run_id"]
         self.group, snapshot = training_snapshot(run_id=run_id)
+        return snapshot
+
+
+class EvaluationConsumer(LiveStreamConsumer):
+    def snapshot(self) -> dict[str, Any]:
+        evaluation_id = self.scope["url_route"]["kwargs"]["evaluation_id"]
+        self.group, snapshot = evaluation_snapshot(evaluation_id=evaluation_id)
         return snapshot
 
 

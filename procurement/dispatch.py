@@ -28,16 +28,18 @@ RUN_EPISODE = "workers.tasks.run_episode"
 RUN_SWEEP = "workers.tasks.run_sweep"
 RUN_SWEEP_CHUNK = "workers.tasks.run_sweep_chunk"
 RUN_TRAINING = "workers.tasks.run_training"
+RUN_EVALUATION = "workers.tasks.run_evaluation"
 RECONCILE = "workers.tasks.reconcile"
 PING = "workers.tasks.ping"
 
-RunRef = tuple[str, int]  # ("episode" | "sweep" | "training", id)
+RunRef = tuple[str, int]  # ("episode" | "sweep" | "training" | "evaluation", id)
 Place = tuple[str, int]  # (queue, 1-based place among the runs waiting in its lane)
 RUN_OF_TASK = {
     RUN_EPISODE: "episode",
     RUN_SWEEP: "sweep",
     RUN_SWEEP_CHUNK: "sweep",
     RUN_TRAINING: "training",
+    RUN_EVALUATION: "evaluation",
 }
 
 

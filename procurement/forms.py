@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 
+from negotiation.lineups import AS_CONFIGURED
 from procurement.limits import (
     LIVE_STEP_DELAY,
     MAX_SEED,
@@ -12,11 +15,13 @@ from procurement.limits import (
     validate_sweep_grid,
 )
 from procurement.models import PolicyConfig, Scenario, TrainingKind
+from procurement.selectors.evaluations import evaluation_buyer_names, evaluation_lineup_names
 from procurement.services.training import (
     DEFAULT_LEARNING_RATE,
     SHIPPED_BASE,
     TrainingRequest,
 )
+from procurement.validators import parse_model_price
 
 PACES = {"live": LIVE_STEP_DELAY, "fast": 0.0}
 DEFAULT_POLICY = "expert"  # the strongest rule policy, always seeded
@@ -202,3 +207,73 @@ class StartTrainingForm(forms.Form):
             learning_rate=data["learning_rate"],
             lora=data["lora"],
         )
+
+
+class StartEvaluationForm(forms.Form):
+    """The Evaluations page's form; start_evaluation checks the rest (models reachable,
+    seed and episode limits, line-up names), with the command's messages."""
+
+    name = forms.CharField(max_length=200, required=False)
+    policies = forms.MultipleChoiceField(
+        label="Buyers",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Stored policies, language models included.",
+    )
+    suppliers = forms.MultipleChoiceField(
+        label="Supplier line-ups",
+        widget=forms.CheckboxSelectMultiple,
+        initial=[AS_CONFIGURED],
+        help_text="'scenario': the suppliers as each scenario configures them.",
+    )
+    more_suppliers = forms.CharField(
+        label="Other line-ups",
+        required=False,
+        help_text="Comma-separated, e.g. llm:vllm:/models/x or "
+        "llm:openai_compatible:http://127.0.0.1:8011/v1",
+    )
+    scenarios = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
+    seeds = forms.IntegerField(min_value=1, initial=20, help_text="Paired seeds per cell.")
+    seed_start = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)
+    replays = forms.IntegerField(
+        min_value=1, initial=1, help_text="Plays per seed (sampled models: pass^k)."
+    )
+    prices = forms.CharField(
+        required=False,
+        label="Prices",
+        help_text="Money per million tokens, MODEL=IN[:OUT], comma-separated "
+        "(e.g. smollm2=0.1:0.4); local models cost 0 unless set.",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["policies"].choices = [(n, n) for n in evaluation_buyer_names()]
+        self.fields["suppliers"].choices = [(n, n) for n in evaluation_lineup_names()]
+        self.fields["scenarios"].choices = [
+            (n, n) for n in Scenario.objects.order_by("name").values_list("name", flat=True)
+        ]
+
+    def clean_prices(self) -> dict[str, tuple[float, float]]:
+        out = {}
+        for item in self.cleaned_data["prices"].split(","):
+            if item.strip():
+                try:
+                    model, pair = parse_model_price(item.strip())
+                except ValueError as exc:
+                    raise ValidationError(str(exc)) from None
+                out[model] = pair
+        return out
+
+    def evaluation_kwargs(self) -> dict[str, Any]:
+        """start_evaluation's arguments."""
+        data = self.cleaned_data
+        more = [s.strip() for s in data["more_suppliers"].split(",") if s.strip()]
+        return {
+            "name": data["name"],
+            "policies": data["policies"],
+            "suppliers": [*data["suppliers"], *more],
+            "scenarios": data["scenarios"],
+            "seeds": data["seeds"],
+            "seed_start": data["seed_start"],
+            "replays": data["replays"],
+            "prices": data["prices"],
+        }

@@ -45,6 +45,24 @@ urlpatterns = [
     path("sweeps/<int:sweep_id>/", sweeps.sweep_detail, name="sweep-page"),
     path("evaluations/", evaluations.evaluation_index, name="evaluation-list-page"),
     path("evaluations/<int:evaluation_id>/", evaluations.evaluation_detail, name="evaluation-page"),
+    path(
+        "evaluations/<int:evaluation_id>/cancel/",
+        evaluations.evaluation_cancel_view,
+        name="evaluation-cancel",
+    ),
+    path(
+        "evaluations/<int:evaluation_id>/leaderboard.csv",
+        evaluations.evaluation_csv,
+        name="evaluation-csv",
+    ),
+    path(
+        "evaluations/<int:evaluation_id>/evaluation.json",
+        evaluations.evaluation_json,
+        name="evaluation-json",
+    ),
+    path(
+        "evaluations/<int:evaluation_id>/cell/", evaluations.evaluation_cell, name="evaluation-cell"
+    ),
     path("training/", training.training_index, name="training-list-page"),
     path("training/<int:run_id>/", training.training_detail, name="training-page"),
     path(

@@ -4,6 +4,7 @@ check through these; they read the engine and nothing of the database."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -69,3 +70,18 @@ def validate_policy_config(*, policy: str, params: Any, backend: str, model: str
     if errors:
         raise ValidationError(errors)
     return params
+
+
+def parse_model_price(text: str) -> tuple[str, tuple[float, float]]:
+    """MODEL=IN[:OUT]: money per million tokens in (prompt) and out (completion) for a
+    model; OUT defaults to IN. ValueError says what is wrong."""
+    model, sep, value = text.partition("=")
+    try:
+        numbers = [float(p) for p in value.split(":")]
+    except ValueError:
+        numbers = []
+    if not sep or not model.strip() or len(numbers) not in (1, 2):
+        raise ValueError(f"'{text}' is not MODEL=IN[:OUT], e.g. smollm2=0.1:0.4.")
+    if not all(math.isfinite(n) and n >= 0 for n in numbers):
+        raise ValueError(f"prices are numbers >= 0; got {text}.")
+    return model.strip(), (numbers[0], numbers[-1])

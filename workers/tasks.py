@@ -99,6 +99,16 @@ def run_training_task(run_id: int) -> dict[str, object]:
     return {"training_run": run.pk, "status": run.status, "step": run.step}
 
 
+@shared_task(name=dispatch.RUN_EVALUATION, **RETRY_POLICY)
+def run_evaluation_task(evaluation_id: int) -> dict[str, object]:
+    """Play one evaluation run; on the gpu queue when it calls a model, else cpu (its
+    sender, services.evaluations.start_evaluation, picks)."""
+    from procurement.services.evaluations import evaluation_execute
+
+    evaluation = evaluation_execute(evaluation_id=evaluation_id)
+    return {"evaluation": evaluation.pk, "status": evaluation.status}
+
+
 @shared_task(name=dispatch.RECONCILE, ignore_result=True)
 def reconcile_task() -> dict[str, object]:
     """Resume stalled runs now (operators; the workers' timer does it periodically)."""

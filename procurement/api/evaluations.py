@@ -1,4 +1,5 @@
-"""Read-only REST views of stored evaluations (``manage.py evaluate`` writes them)."""
+"""Read-only REST views of evaluations (``manage.py evaluate`` and the Evaluations page
+start them)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ class EvaluationSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "name",
+            "status",
+            "queue",
+            "episodes",
+            "llm_episodes",
+            "done_episodes",
+            "current_cell",
+            "error",
             "policies",
             "scenarios",
             "tiers",
@@ -29,10 +37,10 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "prices",
             "sealed",
             "workers",
-            "episodes",
             "seconds",
             "created_by",
             "started_at",
+            "finished_at",
             "created_at",
         ]
         read_only_fields = fields
@@ -56,8 +64,9 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     against the best with its CI and the tie mark, pass^k, the worst supplier line-up,
     cost, deal rate, buyer share, mutual loss, rounds per deal, invalid-action rate), the
     buyers x suppliers matrix, the suppliers' table, and ratings (mu, sigma, ordinal,
-    matches; buyers and suppliers rated apart). Read-only: evaluations are run with
-    ``manage.py evaluate``."""
+    matches; buyers and suppliers rated apart), and a run's status and progress.
+    Read-only: evaluations are started with ``manage.py evaluate`` or the Evaluations
+    page."""
 
     permission_classes = [RolePermission]
     lookup_value_regex = ID_REGEX

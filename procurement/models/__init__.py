@@ -4,7 +4,7 @@ evaluations, training runs."""
 from procurement.models.approval import ApprovalRequest, ApprovalStatus
 from procurement.models.catalogue import RequirementTemplate, SupplierProfile
 from procurement.models.episode import Decision, Episode, EpisodeStatus
-from procurement.models.evaluation import Evaluation
+from procurement.models.evaluation import Evaluation, EvaluationStatus
 from procurement.models.policy import PolicyConfig
 from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
@@ -17,6 +17,7 @@ __all__ = [
     "Episode",
     "EpisodeStatus",
     "Evaluation",
+    "EvaluationStatus",
     "PolicyConfig",
     "RequirementTemplate",
     "Scenario",

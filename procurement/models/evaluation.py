@@ -1,20 +1,33 @@
 from django.conf import settings
 from django.db import models
 
+from procurement.models.status import TERMINAL_STATUSES, RunStatus
 from procurement.models.stored_json import StoredJSONDecoder
+
+# An evaluation lives the life of every worker run (queued, running, then finished,
+# failed or cancelled): one status table, one cancel (services.run_status).
+EvaluationStatus = RunStatus
 
 
 class Evaluation(models.Model):
-    """A finished evaluation (``manage.py evaluate``): its parameters, and the league
-    tables that negotiation/evaluation.py computed, as JSON: the leaderboard (with paired
+    """An evaluation run (``manage.py evaluate``, or the Evaluations page's form): its
+    parameters, its progress while a worker runs it, and the league tables that
+    negotiation/evaluation.py computed, as JSON: the leaderboard (with paired
     differences, ties, pass^k, worst case and cost), the buyers x suppliers matrix, the
     suppliers' table and the ratings (buyers and suppliers in separate pools).
 
-    Rows are written once, complete, when the run ends; nothing refers to scenario or
-    policy rows, so a stored evaluation stays readable whatever is edited later.
+    The players' snapshots and the scenarios' configs are pinned when the run is created
+    (``pinned``); nothing refers to scenario or policy rows, so a stored evaluation stays
+    readable (and a queued one runs the same) whatever is edited later.
     """
 
     name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED
+    )
+    queue = models.CharField(
+        max_length=8, default="cpu", help_text="The worker queue it runs on: cpu, or gpu (LLMs)."
+    )
     policies = models.JSONField(
         decoder=StoredJSONDecoder, help_text="Buyer policy names, in the order given."
     )
@@ -51,7 +64,20 @@ class Evaluation(models.Model):
     )
     workers = models.PositiveSmallIntegerField(default=1)
     episodes = models.PositiveIntegerField(default=0)
-    seconds = models.FloatField(default=0.0, help_text="Wall time of the run.")
+    llm_episodes = models.PositiveIntegerField(
+        default=0, help_text="Episodes that call a language model (buyer or suppliers)."
+    )
+    done_episodes = models.PositiveIntegerField(default=0)
+    current_cell = models.CharField(
+        max_length=300, blank=True, help_text="The cell playing now: scenario, line-up, buyer."
+    )
+    error = models.TextField(blank=True)
+    # {"players": {name: snapshot}, "configs": {scenario: engine config}}, pinned at creation
+    pinned = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
+    # One row per episode ([scenario, tier, line-up, buyer, seed, replay, score, ...], see
+    # selectors.evaluations.OUTCOME_FIELDS); empty when there were too many to keep.
+    outcomes = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
+    seconds = models.FloatField(default=0.0, help_text="Wall time of the episodes' play.")
     leaderboard = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     ratings = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     matrix = models.JSONField(
@@ -69,7 +95,9 @@ class Evaluation(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,3 +105,15 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"evaluation {self.pk}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.done_episodes / self.episodes) if self.episodes else 0.0
+
+    @property
+    def group_name(self) -> str:
+        return f"evaluation-{self.pk}"

@@ -8,8 +8,9 @@ import time
 from typing import Any
 
 from procurement.dispatch import RunRef
-from procurement.models import Episode, Sweep, TrainingRun
+from procurement.models import Episode, Evaluation, Sweep, TrainingRun
 from procurement.publish import publish_many
+from procurement.selectors.evaluations import evaluation_payload
 from procurement.selectors.live import (
     OVERVIEW_GROUP,
     episode_payload,
@@ -100,3 +101,9 @@ def publish_training_progress(run: TrainingRun, points: list[dict[str, Any]]) ->
     snapshot on connect holds all of them; clients key points by step)."""
     event = {"type": "training.progress", "run": training_payload(run), "metrics": points}
     _send(run.group_name, [event])
+
+
+def publish_evaluation_progress(evaluation: Evaluation) -> None:
+    """An evaluation run's state: status, episodes done, the cell playing now."""
+    event = {"type": "evaluation.progress", "evaluation": evaluation_payload(evaluation)}
+    _send(evaluation.group_name, [event])

@@ -89,3 +89,18 @@ def llm_sweep_quota_check(*, user, plans: Iterable[RunPlan], seeds: int) -> None
             "Use fewer seeds or fewer LLM policies.",
             {"limit": limit, "cells": cells},
         )
+
+
+def llm_evaluation_quota_check(*, user, llm_episodes: int) -> None:
+    """An evaluation a person starts plays at most as many LLM episodes as a sweep may
+    have LLM cells (LLM_MAX_SWEEP_CELLS_PER_USER); the command line (no user) is not
+    limited."""
+    if user is None:
+        return
+    limit = settings.LLM_MAX_SWEEP_CELLS_PER_USER
+    if llm_episodes > limit:
+        raise QuotaExceeded(
+            f"This evaluation has {llm_episodes} episodes that call a language model; the "
+            f"limit per run is {limit}. Use fewer seeds, replays, LLM buyers or LLM line-ups.",
+            {"limit": limit, "llm_episodes": llm_episodes},
+        )

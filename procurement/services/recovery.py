@@ -4,7 +4,7 @@ and send its task again (or close it), so no run is ever stuck.
 The workers run it periodically (workers.reconciler, a thread in every worker and in the
 embedded web process); ``manage.py reconcile`` runs it once.
 
-A run (episode, sweep or training run) is stalled when it is not over, the broker holds
+A run (episode, sweep, training run or evaluation) is stalled when it is not over, the broker holds
 no message for it, and its last sign of life is old: for a queued run, its creation (a committed run
 whose task was never sent or was lost in the broker); for a running one, its heartbeat
 (a worker died, the broker lost its messages, retries ran out during an outage).
@@ -29,7 +29,14 @@ from django.utils import timezone
 
 from procurement import dispatch
 from procurement.dispatch import RunRef
-from procurement.models import ApprovalStatus, Episode, Sweep, SweepCell, TrainingRun
+from procurement.models import (
+    ApprovalStatus,
+    Episode,
+    Evaluation,
+    Sweep,
+    SweepCell,
+    TrainingRun,
+)
 from procurement.models.status import RunStatus
 from procurement.run_plan import GPU_QUEUE, HUMAN_QUEUE
 from procurement.services import approvals, human_seat, supplier_seat
@@ -51,6 +58,7 @@ class Recovery:
     sweeps_resumed: list[int] = field(default_factory=list)
     sweeps_closed: list[int] = field(default_factory=list)
     trainings_resumed: list[int] = field(default_factory=list)
+    evaluations_restarted: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, list[int]]:
         return {
@@ -60,6 +68,7 @@ class Recovery:
             "sweeps_resumed": self.sweeps_resumed,
             "sweeps_closed": self.sweeps_closed,
             "trainings_resumed": self.trainings_resumed,
+            "evaluations_restarted": self.evaluations_restarted,
         }
 
     def __bool__(self) -> bool:
@@ -70,6 +79,7 @@ class Recovery:
             or self.sweeps_resumed
             or self.sweeps_closed
             or self.trainings_resumed
+            or self.evaluations_restarted
         )
 
 
@@ -136,21 +146,47 @@ def recover_sweeps(
     return resume, closed
 
 
-def recover_trainings(
-    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+def _requeue_stalled(
+    model: type[models.Model],
+    kind: str,
+    *,
+    live: Collection[RunRef],
+    queued_grace_s: float,
+    stall_s: float,
 ) -> list[int]:
-    """Claim stalled training runs (their trainer died, or their task was lost): the
-    task sent again resumes each from its last checkpoint."""
+    """Claim stalled runs of ``model`` (their worker died, or their task was lost) and
+    queue them again: the task takes a queued run (a running one is someone's, while it
+    beats)."""
     grace = {"queued_grace_s": queued_grace_s, "stall_s": stall_s}
-    stalled = _stalled(TrainingRun.objects.filter(status__in=OPEN_RUN), **grace)
+    stalled = _stalled(model.objects.filter(status__in=OPEN_RUN), **grace)
     claimed = [
         pk
         for pk in stalled.values_list("pk", flat=True)
-        if ("training", pk) not in live and _claim(TrainingRun.objects.all(), pk, **grace)
+        if (kind, pk) not in live and _claim(model.objects.all(), pk, **grace)
     ]
-    # queued again: the task takes a queued run (a running one is someone's, while it beats)
-    TrainingRun.objects.filter(pk__in=claimed).update(status=RunStatus.QUEUED)
+    model.objects.filter(pk__in=claimed).update(status=RunStatus.QUEUED)
     return claimed
+
+
+def recover_trainings(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> list[int]:
+    """Claim stalled training runs: the task sent again resumes each from its last
+    checkpoint."""
+    return _requeue_stalled(
+        TrainingRun, "training", live=live, queued_grace_s=queued_grace_s, stall_s=stall_s
+    )
+
+
+def recover_evaluations(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> list[tuple[int, str]]:
+    """Claim stalled evaluation runs, with their queue: the task sent again plays each
+    from the start (an evaluation keeps no partial results)."""
+    claimed = _requeue_stalled(
+        Evaluation, "evaluation", live=live, queued_grace_s=queued_grace_s, stall_s=stall_s
+    )
+    return list(Evaluation.objects.filter(pk__in=claimed).values_list("pk", "queue"))
 
 
 def reconcile(*, stall_s: float | None = None) -> Recovery:
@@ -183,6 +219,9 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
     done.trainings_resumed = recover_trainings(live=live, **grace)
     for pk in done.trainings_resumed:
         dispatch.enqueue(dispatch.RUN_TRAINING, pk, queue=GPU_QUEUE)
+    for pk, queue in recover_evaluations(live=live, **grace):
+        dispatch.enqueue(dispatch.RUN_EVALUATION, pk, queue=queue)
+        done.evaluations_restarted.append(pk)
     if done:
         log.warning("reconciler: %s", done.as_dict())
     return done

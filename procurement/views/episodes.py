@@ -24,6 +24,8 @@ def episode_new(request: HttpRequest) -> HttpResponse:
     initial = {"scenario": request.GET.get("scenario", "")[:100]}
     if request.GET.get("policy"):  # "play it" links (a trained model's run page)
         initial["policy"] = request.GET["policy"][:100]
+    if request.GET.get("seed", "").isdigit():  # an evaluation cell's "play this seed"
+        initial["seed"] = request.GET["seed"][:19]
     form = StartEpisodeForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         episode = call_service(

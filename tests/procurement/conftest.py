@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from procurement.models import (
     Decision,
     Episode,
+    Evaluation,
     PolicyConfig,
     Scenario,
     Sweep,
@@ -80,7 +81,16 @@ def snapshot_counts() -> Callable[[], dict[str, int]]:
     def counts() -> dict[str, int]:
         return {
             m.__name__: m.objects.count()
-            for m in (Scenario, PolicyConfig, Episode, Decision, Sweep, SweepCell, TrainingRun)
+            for m in (
+                Scenario,
+                PolicyConfig,
+                Episode,
+                Decision,
+                Sweep,
+                SweepCell,
+                TrainingRun,
+                Evaluation,
+            )
         }
 
     return counts

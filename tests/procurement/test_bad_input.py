@@ -39,7 +39,7 @@ from procurement.limits import (
 )
 from procurement.models import Episode, PolicyConfig, Scenario, Sweep, TrainingRun
 from procurement.services.episodes import episode_create
-from procurement.services.evaluations import evaluation_create
+from procurement.services.evaluations import evaluation_create, start_evaluation
 from procurement.services.sweeps import sweep_create
 from tests.websockets import HOST, ORIGIN, refused_code
 
@@ -261,10 +261,14 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
         run = TrainingRun.objects.create(
             name="ws", kind="sft", base="smollm2", episodes=1, max_steps=1, learning_rate=1e-5
         )
+        evaluation = start_evaluation(
+            policies="expert", scenarios="easy_negotiation", seeds=1, enqueue=False
+        )
         paths = {
             "episode_id": f"/ws/episodes/{episode.pk}/",
             "sweep_id": f"/ws/sweeps/{sweep.pk}/",
             "run_id": f"/ws/training/{run.pk}/",
+            "evaluation_id": f"/ws/evaluations/{evaluation.pk}/",
         }
         cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
         return cookie, paths, snapshot_counts()
@@ -297,7 +301,13 @@ async def test_every_websocket_route_answers_bad_frames_with_an_error_frame(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    "path", ["/ws/episodes/99999999999999999999999/", "/ws/sweeps/0/", "/ws/training/0/"]
+    "path",
+    [
+        "/ws/episodes/99999999999999999999999/",
+        "/ws/sweeps/0/",
+        "/ws/training/0/",
+        "/ws/evaluations/0/",
+    ],
 )
 async def test_absurd_ids_in_websocket_urls_are_not_found(user_with_role, path) -> None:
     @sync_to_async

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from procurement.models import Evaluation
-from procurement.services.evaluations import evaluation_create
+from procurement.services.evaluations import evaluation_create, start_evaluation
 
 
 @pytest.fixture
@@ -169,3 +172,102 @@ def test_api_shows_the_league_tables(api_client_for) -> None:
     assert body["matrix"][0]["buyers"] == ["expert"]
     assert body["supplier_table"][0]["lineup"] == "hardball"
     assert body["leaderboard"][0]["tied"] is True
+
+
+FORM = {
+    "policies": ["random", "always_accept"],
+    "suppliers": ["scenario", "hardball"],
+    "scenarios": ["bilateral"],
+    "seeds": "3",
+    "seed_start": "0",
+    "replays": "1",
+    "prices": "smollm2=0.1:0.4",
+    "name": "from the form",
+}
+
+
+@pytest.mark.django_db
+def test_ops_start_from_the_form_and_analysts_may_not(seeded, user_with_role) -> None:
+    analyst = _client(user_with_role, "analyst")
+    assert 'id="start-evaluation"' not in analyst.get("/evaluations/").content.decode()
+    assert analyst.post("/evaluations/", FORM).status_code == 403
+    assert Evaluation.objects.count() == 0
+
+    ops = _client(user_with_role, "ops")
+    html = ops.get("/evaluations/").content.decode()
+    assert 'id="start-evaluation"' in html and 'id="evaluation-form-facts"' in html
+    response = ops.post("/evaluations/", FORM)
+    evaluation = Evaluation.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("evaluation-page", args=[evaluation.pk])
+    assert (evaluation.status, evaluation.queue, evaluation.episodes) == ("queued", "cpu", 12)
+    assert evaluation.prices == {"smollm2": [0.1, 0.4]} and evaluation.name == "from the form"
+    page = ops.get(response["Location"]).content.decode()
+    assert 'id="progress-card"' in page and 'id="cancel-form"' in page
+    assert 'id="download-csv"' not in page  # no result yet
+    assert ops.get(reverse("evaluation-csv", args=[evaluation.pk])).status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seeds": "10001"}, "from 1 to 10000"),
+        ({"more_suppliers": "llm:/no/such/model"}, "/no/such/model"),
+        ({"prices": "smollm2=cheap"}, "is not MODEL=IN[:OUT]"),
+        ({"policies": ["nobody"]}, "nobody is not one of the available choices"),
+    ],
+)
+def test_a_bad_form_is_a_400_that_says_why_and_creates_nothing(
+    seeded, user_with_role, change, message
+) -> None:
+    response = _client(user_with_role, "ops").post("/evaluations/", {**FORM, **change})
+    assert response.status_code == 400
+    assert message in response.content.decode().replace("&#x27;", "'").replace(
+        "Select a valid choice. ", ""
+    )
+    assert Evaluation.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_cancel_is_for_ops_and_only_while_it_runs(seeded, user_with_role) -> None:
+    evaluation = start_evaluation(policies="random", scenarios="bilateral", seeds=2, enqueue=False)
+    url = reverse("evaluation-cancel", args=[evaluation.pk])
+    assert _client(user_with_role, "analyst").post(url).status_code == 403
+    ops = _client(user_with_role, "ops")
+    assert ops.post(url).status_code == 302
+    evaluation.refresh_from_db()
+    assert evaluation.status == "cancelled" and evaluation.finished_at is not None
+    again = ops.post(url)
+    assert (
+        again.status_code == 409 and "only queued or running ones cancel" in again.content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_downloads_and_the_episodes_of_a_cell(user_with_role, evaluation) -> None:
+    client = _client(user_with_role, "analyst")
+    response = client.get(reverse("evaluation-csv", args=[evaluation.pk]))
+    assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
+    lines = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert len(lines) == len(evaluation.leaderboard) == 4
+    first = evaluation.leaderboard[0]
+    assert float(lines[0]["score_ci_low"]) == first["score"]["ci_low"]
+    assert lines[0]["buyer"] == first["policy"]
+
+    body = client.get(reverse("evaluation-json", args=[evaluation.pk])).json()
+    assert body["leaderboard"] == evaluation.leaderboard and body["status"] == "finished"
+    played = [dict(zip(body["outcome_fields"], o, strict=True)) for o in body["outcomes"]]
+    assert len(played) == 12 and {o["seed"] for o in played} == {0, 1, 2}
+
+    cell = reverse("evaluation-cell", args=[evaluation.pk])
+    query = "?scenario=bilateral_hardball&lineup=scenario&buyer=expert"
+    html = client.get(cell + query).content.decode()
+    assert html.count("<tr>") == 1 + 3  # the header and one line per seed
+    assert "/episodes/new/?scenario=bilateral_hardball&amp;policy=expert&amp;seed=2" in html
+    page = client.get(reverse("evaluation-page", args=[evaluation.pk])).content.decode()
+    assert f'href="{cell}{query.replace("&", "&amp;")}"' in page  # the matrix links it
+    assert "No episodes for this cell" in client.get(cell + "?scenario=x").content.decode()
+
+    Evaluation.objects.filter(pk=evaluation.pk).update(outcomes=[])  # stored before runs
+    assert 'id="no-episodes"' in client.get(cell + query).content.decode()

@@ -1,26 +1,19 @@
 import argparse
-import math
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from negotiation.evaluation import format_leaderboard, format_matrix, format_ratings
 from procurement.management.arguments import integer, option_error, seed
+from procurement.validators import parse_model_price
 
 
 def price(text: str) -> tuple[str, tuple[float, float]]:
     """MODEL=IN[:OUT]: money per million tokens in (prompt) and out (completion)."""
-    model, sep, value = text.partition("=")
-    parts = value.split(":")
     try:
-        numbers = [float(p) for p in parts]
-    except ValueError:
-        numbers = []
-    if not sep or not model.strip() or len(numbers) not in (1, 2):
-        raise argparse.ArgumentTypeError(f"'{text}' is not MODEL=IN[:OUT], e.g. smollm2=0.1:0.4.")
-    if not all(math.isfinite(n) and n >= 0 for n in numbers):
-        raise argparse.ArgumentTypeError(f"prices are numbers >= 0; got {text}.")
-    return model.strip(), (numbers[0], numbers[-1])
+        return parse_model_price(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -73,6 +66,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
 
     def handle(self, *args, workers, price, **opts):
+        from procurement.errors import ApplicationError
         from procurement.services.evaluations import evaluation_create
 
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
@@ -93,6 +87,8 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise option_error(exc) from None
+        except ApplicationError as exc:  # failed while it played: the row says why
+            raise CommandError(exc.message) from None
         self.stdout.write(
             f"Evaluation #{evaluation.pk}: {evaluation.episodes:,} episodes in "
             f"{evaluation.seconds:.1f} s ({workers} worker{'s' if workers != 1 else ''})."

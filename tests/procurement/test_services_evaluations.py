@@ -1,0 +1,214 @@
+"""start_evaluation: checks before anything is created, routing by what the evaluation
+plays (the gpu queue for language models), the run's life cycle, cancel, restart."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.test import override_settings
+from django.utils import timezone
+
+from procurement import dispatch
+from procurement.broker import run_ref
+from procurement.errors import Conflict, QuotaExceeded
+from procurement.models import Evaluation, EvaluationStatus, PolicyConfig
+from procurement.services import evaluations as svc
+from procurement.services import live
+from procurement.services.recovery import reconcile
+
+
+@pytest.fixture
+def model_folder(tmp_path) -> Path:
+    """A folder the preflight takes for a model (its config.json); nothing loads it."""
+    (tmp_path / "config.json").write_text("{}")
+    return tmp_path
+
+
+BAD_INPUTS = [
+    ({"policies": "expert,nobody"}, "policies", "Unknown policy 'nobody'"),
+    ({"policies": "human"}, "policies", "needs a person"),
+    ({"suppliers": "hardball,shouty"}, "suppliers", "Unknown supplier line-up 'shouty'"),
+    ({"suppliers": "llm:/no/such/model"}, "suppliers", "/no/such/model"),
+    (
+        # port 9 (discard) refuses at once here: the server does not answer GET /models
+        {"suppliers": "llm:openai_compatible:http://127.0.0.1:9/v1"},
+        "suppliers",
+        "127.0.0.1:9",
+    ),
+    ({"scenarios": "atlantis"}, "scenarios", "Unknown scenario 'atlantis'"),
+    ({"seeds": 10_001}, "seeds", "from 1 to 10000"),
+    ({"seeds": 0}, "seeds", "from 1 to 10000"),
+    ({"replays": 33}, "replays", "from 1 to 32"),
+    ({"workers": 0}, "workers", "from 1 to 64"),
+    ({"name": "x" * 201}, "name", "At most 200"),
+    ({"prices": {"smollm2": (-1.0, 0.0)}}, "prices", ">= 0"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("change", "field", "message"), BAD_INPUTS)
+def test_bad_input_is_a_clear_error_and_creates_nothing(
+    db, change, field, message, django_capture_on_commit_callbacks
+) -> None:
+    params = {"policies": "expert", "scenarios": "bilateral", "seeds": 2, **change}
+    with (
+        django_capture_on_commit_callbacks() as callbacks,
+        pytest.raises(ValidationError) as raised,
+    ):
+        svc.start_evaluation(**params)
+    assert field in raised.value.message_dict
+    assert message in " ".join(raised.value.message_dict[field])
+    assert Evaluation.objects.count() == 0 and callbacks == []
+
+
+@pytest.mark.django_db
+def test_an_unknown_stored_model_is_refused(db) -> None:
+    PolicyConfig.objects.create(
+        name="ghost", policy="llm", backend="transformers", model="/no/such/folder"
+    )
+    with pytest.raises(ValidationError) as raised:
+        svc.start_evaluation(policies="expert,ghost", scenarios="bilateral", seeds=2)
+    assert "'ghost'" in raised.value.message_dict["policies"][0]
+    assert Evaluation.objects.count() == 0
+
+
+def _sent_messages(queue: str) -> list[dict]:
+    """The messages waiting in ``queue`` of the producer's (in-memory) broker."""
+    with dispatch.producer().connection_for_write() as conn:
+        channel = conn.default_channel
+        out = []
+        while (message := channel._get(queue) if channel._size(queue) else None) is not None:
+            out.append(message if isinstance(message, dict) else json.loads(message))
+        return out
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("params", "queue"),
+    [
+        ({"policies": "expert,always_accept", "suppliers": "scenario,hardball"}, "cpu"),
+        ({"policies": "expert", "suppliers": "hardball,llm:{model}"}, "gpu"),
+        ({"policies": "expert,llm-tiny", "suppliers": "hardball"}, "gpu"),
+        ({"policies": "expert", "scenarios": "llm_bilateral"}, "gpu"),
+    ],
+)
+def test_celery_gets_llm_evaluations_on_the_gpu_queue(
+    db, model_folder, params, queue, django_capture_on_commit_callbacks
+) -> None:
+    """The real producer sends the task (to an in-memory broker): the message waits in
+    the queue the evaluation's plays decide."""
+    PolicyConfig.objects.create(
+        name="llm-tiny", policy="llm", backend="transformers", model=str(model_folder)
+    )
+    params = {k: v.format(model=model_folder) for k, v in params.items()}
+    params.setdefault("scenarios", "bilateral")
+    dispatch.producer.cache_clear()
+    try:
+        with override_settings(TASK_RUNNER="celery", CELERY_BROKER_URL="memory://"):
+            with django_capture_on_commit_callbacks(execute=True):
+                evaluation = svc.start_evaluation(**params, seeds=2)
+            sent = _sent_messages(queue)
+            other = _sent_messages("gpu" if queue == "cpu" else "cpu")
+    finally:
+        dispatch.producer.cache_clear()
+    assert evaluation.queue == queue and evaluation.status == EvaluationStatus.QUEUED
+    assert [run_ref(m) for m in sent] == [("evaluation", evaluation.pk)] and other == []
+
+
+@pytest.mark.django_db
+def test_a_run_plays_to_the_end_with_its_progress_and_episodes(db, monkeypatch) -> None:
+    told = []
+    monkeypatch.setattr(svc, "FLUSH_INTERVAL_S", 0.0)
+    monkeypatch.setattr(
+        live, "publish_evaluation_progress", lambda e: told.append((e.status, e.done_episodes))
+    )
+    evaluation = svc.start_evaluation(
+        policies="expert,always_accept",
+        scenarios="bilateral",
+        suppliers="scenario,hardball",
+        seeds=3,
+        enqueue=False,
+    )
+    assert (evaluation.status, evaluation.queue, evaluation.episodes) == ("queued", "cpu", 12)
+    done = svc.evaluation_execute(evaluation_id=evaluation.pk)
+    assert done.status == EvaluationStatus.FINISHED and done.done_episodes == 12
+    assert done.started_at <= done.finished_at and done.heartbeat_at is not None
+    counts = [n for status, n in told if status == "running"]
+    assert counts[0] == 0 and counts == sorted(counts) and any(0 < n < 12 for n in counts)
+    assert told[-1] == ("finished", 12)
+    assert len(done.outcomes) == 12 and {len(m["buyers"]) for m in done.matrix} == {2}
+    # a second delivery of the task finds it over and plays nothing
+    assert svc.evaluation_execute(evaluation_id=evaluation.pk).finished_at == done.finished_at
+
+
+@pytest.mark.django_db
+def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(db, monkeypatch) -> None:
+    evaluation = svc.start_evaluation(
+        policies="random,always_accept", scenarios="bilateral", seeds=60, enqueue=False
+    )
+    monkeypatch.setattr(svc, "FLUSH_INTERVAL_S", 0.0)
+    seen = []
+
+    def cancel_once_started(e: Evaluation) -> None:  # someone presses Cancel meanwhile
+        seen.append(e.done_episodes)
+        if e.done_episodes > 0 and e.status == "running":
+            Evaluation.objects.filter(pk=e.pk).update(status=EvaluationStatus.CANCELLED)
+
+    monkeypatch.setattr(live, "publish_evaluation_progress", cancel_once_started)
+    stopped = svc.evaluation_execute(evaluation_id=evaluation.pk)
+    assert stopped.status == EvaluationStatus.CANCELLED
+    assert 0 < stopped.done_episodes < 120 and stopped.leaderboard == []
+
+    queued = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
+    svc.evaluation_cancel(evaluation=queued)
+    assert svc.evaluation_execute(evaluation_id=queued.pk).status == "cancelled"
+    with pytest.raises(Conflict):
+        svc.evaluation_cancel(evaluation=queued)
+
+
+@pytest.mark.django_db
+def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
+    db, model_folder, monkeypatch
+) -> None:
+    rule = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
+    llm = svc.start_evaluation(
+        policies="expert", scenarios="bilateral", suppliers=f"llm:{model_folder}", seeds=2,
+        enqueue=False,
+    )  # fmt: skip
+    old = timezone.now() - timedelta(hours=1)
+    Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
+    sent = []
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
+    with override_settings(TASK_RUNNER="thread"):
+        done = reconcile(stall_s=60)
+    assert sorted(done.evaluations_restarted) == sorted([rule.pk, llm.pk])
+    assert Evaluation.objects.filter(status=EvaluationStatus.QUEUED).count() == 2
+
+
+class _Recorder:
+    """A local runner that keeps what it is given (the reconciler's sends)."""
+
+    def __init__(self, sent: list) -> None:
+        self.sent = sent
+
+    def submit(self, name, args=(), kwargs=None, *, queue=None, countdown=0.0) -> None:
+        self.sent.append((name, args, queue))
+
+    def run_refs(self):
+        return set()
+
+
+@pytest.mark.django_db
+def test_a_person_s_llm_episodes_are_limited(db, model_folder, user_with_role) -> None:
+    params = {"policies": "expert", "scenarios": "bilateral", "seeds": 3, "enqueue": False}
+    params["suppliers"] = f"hardball,llm:{model_folder}"
+    with override_settings(LLM_MAX_SWEEP_CELLS_PER_USER=2):
+        with pytest.raises(QuotaExceeded, match="3 episodes that call a language model"):
+            svc.start_evaluation(**params, user=user_with_role("ops"))
+        assert Evaluation.objects.count() == 0
+        svc.start_evaluation(**params)  # the command line is not limited
+    assert Evaluation.objects.get().llm_episodes == 3
