@@ -6,10 +6,11 @@ moving before its patience, except where a clamp holds it: far above its floor, 
 counter (a tit-for-tat base leaving the window), or its floor. So a counter repeated to
 the cent after the buyer raised by STALL_MOVE or more is either a rule seller at its
 floor, where meeting it costs nothing the model could save, or a seller outside the model
-(one that stops at its floor and walks, a fixed price, a random walk). On the rule
-personas, 300 seeds each, the expert's threads showed such a stall once in 160 (above the
-buyer's ceiling, where the hook in policy.py leaves the plan alone); held-out sellers
-show it within a few answers.
+(one that stops at its floor and walks, a fixed price, a random walk). On the four
+bilateral rule personas, with their tactics as drawn and re-drawn (bench/quality.py's rule
+and mixed families, seeds 0-199: 1,600 threads), safe.py acted on such a stall once (a
+distressed seller, buyer share 0.873 instead of 0.907); held-out sellers show it within a
+few answers.
 """
 
 from __future__ import annotations
