@@ -115,6 +115,7 @@ CARRY = 2000
 CARRY_MIN = 64
 CARRY_KEEP = 100
 RETEST_DEEPER = 1
+WIDE_KEEP = 300  # cells per refinement where the shallow search finds no set
 # The closing offer climbs from the carried sets towards higher lines, around the
 # CLOSE_TOP highest, until the highest line stops rising (CLOSE_CLIMBS at most;
 # closing_fits): the highest line is what the offer must cover.
@@ -449,7 +450,7 @@ THREAD_MEMO = 256  # threads' sets remembered (a pure function of its arguments)
 def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Found:
     """The consistent sets the expert plans with. Up to CARRY_FROM counters before the
     seller's patience, a shallow search (FIRST_KEEP, FIRST_REFINEMENTS), or where that
-    finds none a wide one (KEEP), CARRY of its sets kept; after that, the sets of the same
+    finds none a wide one (WIDE_KEEP), CARRY of its sets kept; after that, the sets of the same
     thread one counter shorter re-tested against the new counter (retest: the sets that
     explain more counters are among those that explain fewer), searched afresh only when
     none passes. A pure function of its arguments (a fresh buyer resuming mid-thread
@@ -467,7 +468,7 @@ def thread_fits(h: History, anchor: float, patience: int, floors: Floors) -> Fou
     if found is None or not len(found):
         found = search(h, anchor, patience, floors, FIRST_KEEP, FIRST_REFINEMENTS, CARRY_MIN)
         if not len(found):  # a thin region the shallow search missed: search it widely
-            found = search(h, anchor, patience, floors, KEEP, REFINEMENTS)
+            found = search(h, anchor, patience, floors, WIDE_KEEP, REFINEMENTS)
         found = _sample_found(found, CARRY)
     _THREADS[key] = found
     if len(_THREADS) > THREAD_MEMO:
