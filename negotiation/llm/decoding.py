@@ -90,7 +90,7 @@ class Decoder:
 
         if self.matchers is not None and not self.matchers[row].is_terminated():
             self.matchers[row].fill_next_token_bitmask(self.bitmask, row)
-            xgr.apply_token_bitmask_inplace(scores, self.bitmask[row : row + 1])
+            xgr.apply_token_bitmask_inplace(scores, self.bitmask[row : row + 1].to(scores.device))
         rule = self.rules[row]
         if rule.temperature > 0:
             probs = torch.softmax(scores[0] / rule.temperature, dim=-1)
