@@ -7,6 +7,10 @@ the buyer, transformers backend, CPU, everything in ONE run on the same machine.
    forward pass over the prompt) and decode tokens/s (one row, growing key/value cache),
    each as a fraction of its bound: prefill at 2 x parameters FLOP per token against the
    FLOP/s probe, decode at the weights' bytes per token against the bandwidth probe.
+   Then one whole constrained decision on that prompt per decoder (transformers'
+   ``generate``, the backend's lean loop, the lean loop with jump-forward drafts): reply
+   tokens per second of decoding (the decision's time less one prefill), also as a
+   fraction of the bandwidth bound, and the draft tokens checked and kept.
 3. Episodes: SmolLM2 buyers (free mode, expert fallback) on ``bilateral``, ``--max-steps``
    decisions each, played one at a time and ``--concurrent`` at once through one batching
    backend, each with and without per-episode key/value caching: decisions/s, decision
@@ -137,6 +141,41 @@ def kernels(backend: Any, flops: float, bandwidth: float, decode_tokens: int = 6
     )
 
 
+def decoders(bandwidth: float) -> None:
+    """One constrained decision on the first prompt per decoder (best of two, uncached
+    but for the shared rules prefix, which each backend computes once); its prefill is
+    the same request cut to one reply token."""
+    import dataclasses
+
+    request = dataclasses.replace(first_prompt(), cache_key=None)
+    first = dataclasses.replace(request, max_tokens=1)
+    print("  one constrained decision on that prompt (best of 2; decode: after the first token):")
+    for label, options in (
+        ("generate", {"decoder": "generate"}),
+        ("lean", {"jump_forward": False}),
+        ("lean + jump-forward", {}),
+    ):
+        backend = get_backend("transformers", "smollm2", device="cpu", **options)
+        drafts = list(backend.drafts)
+        walls, result, prefill_s = [], None, float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            backend.generate([first])
+            prefill_s = min(prefill_s, time.perf_counter() - started)
+            started = time.perf_counter()
+            [result] = backend.generate([request])
+            walls.append(time.perf_counter() - started)
+        weight_bytes = sum(p.numel() * p.element_size() for p in backend.model.parameters())
+        rate = (result.completion_tokens - 1) / max(1e-9, min(walls) - prefill_s)
+        checked, kept = (backend.drafts[0] - drafts[0]) // 2, (backend.drafts[1] - drafts[1]) // 2
+        print(
+            f"    {label:>20}: {min(walls):5.2f} s ({prefill_s:4.2f} s to the first token), "
+            f"{result.completion_tokens} tokens, "
+            f"decode {rate:6.1f} tokens/s = {rate * weight_bytes / bandwidth:5.1%} of the "
+            f"bandwidth probe, drafts kept {kept} of {checked}"
+        )
+
+
 # ---------------------------------------------------------------------- 3. episodes
 class TimedBackend(LLMBackend):
     """Records each generate's wall time, size and results."""
@@ -218,12 +257,13 @@ def episodes(backends: dict[str, LLMBackend], n_single: int, n_many: int, max_st
             prompt = sum(r.prompt_tokens for r in answered)
             reused = sum(r.cached_tokens for r in answered)
             decisions, invalid, fallback = decision_rates(run.results)
+            completion = sum(r.completion_tokens for r in answered)
             print(
                 f"  {label:>14}, {cache:>8}: {decisions / run.wall:5.2f} decisions/s, "
                 f"p50 {percentile(latency, 50):5.2f} s, p95 {percentile(latency, 95):5.2f} s, "
                 f"prompt tokens {prompt} ({reused / max(1, prompt):4.0%} reused), "
                 f"invalid {invalid:.1%}, fallbacks {fallback:.1%} ({decisions} decisions, "
-                f"{run.wall:.0f} s)"
+                f"{completion / max(1, len(answered)):.0f} reply tokens each, {run.wall:.0f} s)"
             )
 
 
@@ -288,6 +328,7 @@ def main() -> None:
     cached = get_backend("transformers", "smollm2", device="cpu")
     print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - started:.1f} s")
     kernels(cached, flops, bandwidth)
+    decoders(bandwidth)
     if not args.skip_episodes:
         uncached = get_backend("transformers", "smollm2", device="cpu", kv_cache_conversations=0)
         episodes(

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
+from .decoding import Decoder, RowRule
 from .kv_cache import KVEntry, KVStore, Reuse
 from .models import resolve_model
 from .results import BackendOptions, LocalBatchBackend, messages_as_dicts
@@ -49,6 +50,11 @@ class TransformersOptions(BackendOptions):
     kv_cache_conversations: int = Field(default=64, ge=0)
     # Prompt tokens one decode step of an extra generate costs; None: by device.
     split_step_tokens: int | None = Field(default=None, ge=0)
+    # "lean": the backend's own loop (decoding.py); "generate": transformers' generate,
+    # the reference the lean loop is tested against.
+    decoder: Literal["lean", "generate"] = "lean"
+    # Lean loop, one constrained row: strings the grammar forces are checked in one pass.
+    jump_forward: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,18 +101,25 @@ class TransformersBackend(LocalBatchBackend):
         self.constraint = JsonSchemaConstraint(self.tokenizer, config.vocab_size)
         self.kv = self._kv_store(opts.kv_cache_conversations)
         self.split_step_tokens = opts.split_step_tokens
+        # A draft is cut back by cropping the cache: plain growing layers only.
+        self.decoder = opts.decoder
+        self.jump_forward = opts.jump_forward and self._plain_cache()
+        self.drafts = [0, 0]  # jump-forward draft tokens checked, kept (since loading)
         if self.split_step_tokens is None:
             self.split_step_tokens = 6 if self.device.type == "cpu" else 2048
 
-    def _kv_store(self, conversations: int) -> KVStore | None:
-        """None where caching is off, or where the model's cache is not one growing
-        sequence per layer (sliding windows, recurrent state): those cannot be cropped
-        and spliced."""
+    def _plain_cache(self) -> bool:
+        """Whether the model's cache is one growing sequence per layer (not sliding
+        windows or recurrent state, which cannot be cropped and spliced)."""
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer
 
         layers = DynamicCache(config=self.model.config).layers
-        if conversations == 0 or not all(type(layer) is DynamicLayer for layer in layers):
+        return all(type(layer) is DynamicLayer for layer in layers)
+
+    def _kv_store(self, conversations: int) -> KVStore | None:
+        """None where caching is off or the cache is not plain."""
+        if conversations == 0 or not self._plain_cache():
             return None
         return KVStore(conversations, SHARED_PREFIXES)
 
@@ -200,7 +213,6 @@ class TransformersBackend(LocalBatchBackend):
         started: float,
     ) -> dict[int, ChatResult]:
         import torch
-        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         batch = [requests[i] for i in rows]
         key = schema_key(batch[0].json_schema)  # one schema per batch (_batches)
@@ -221,7 +233,64 @@ class TransformersBackend(LocalBatchBackend):
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention_mask.to(self.device),
         }
-        processors = [] if key is None else [self.constraint.logits_processor(key, len(rows))]
+        replies = self._decode(
+            batch=batch,
+            key=key,
+            input_ids=enc["input_ids"],
+            attention_mask=enc["attention_mask"],
+            past=past,
+            cached=width - new,
+        )
+        latency = time.perf_counter() - started
+        if past is not None:
+            self._keep(batch, ids, replies, past, width)
+        return {
+            i: self._result(requests[i], replies[row].tolist(), lengths[row], cached[row], latency)
+            for row, i in enumerate(rows)
+        }
+
+    def _decode(
+        self,
+        *,
+        batch: Sequence[ChatRequest],
+        key: str | None,
+        input_ids: Any,
+        attention_mask: Any,
+        past: Any,
+        cached: int,
+    ) -> Any:
+        """Reply tokens [rows, longest], padded after each row's end; ``past`` (when given)
+        comes back holding every reply token but each row's last."""
+        import torch
+
+        if self.decoder == "lean":
+            grammars = None if key is None else [self.constraint.compile(key)] * len(batch)
+            rules = [RowRule(r.max_tokens, r.temperature, r.seed, r.stop) for r in batch]
+            decoder = Decoder(
+                self.model,
+                self.tokenizer,
+                rules,
+                grammars,
+                self.end_ids,
+                jump_forward=self.jump_forward,
+            )
+            if past is None:  # caching off: a throwaway cache for this batch
+                from transformers import DynamicCache
+
+                past = DynamicCache(config=self.model.config)
+            with torch.inference_mode():
+                out = decoder.run(input_ids, attention_mask, past, cached)
+            self.drafts[0] += out.drafted
+            self.drafts[1] += out.accepted
+            longest = max(len(t) for t in out.tokens)
+            replies = torch.full((len(batch), longest), self.tokenizer.pad_token_id)
+            for row, tokens in enumerate(out.tokens):
+                replies[row, : len(tokens)] = torch.tensor(tokens)
+            return replies
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        width = input_ids.shape[1]
+        processors = [] if key is None else [self.constraint.logits_processor(key, len(batch))]
         processors.append(_RowSampler(batch, self.device))
         criteria = []
         # A stop string ending a row early would feed xgrammar a padding token it cannot
@@ -230,7 +299,8 @@ class TransformersBackend(LocalBatchBackend):
             criteria.append(_StopStrings(self.tokenizer, batch, width))
         with torch.inference_mode():
             out = self.model.generate(
-                **enc,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
                 do_sample=False,
                 num_beams=1,
                 max_new_tokens=max(r.max_tokens for r in batch),
@@ -239,14 +309,7 @@ class TransformersBackend(LocalBatchBackend):
                 pad_token_id=self.tokenizer.pad_token_id,
                 past_key_values=past,
             )
-        latency = time.perf_counter() - started
-        replies = out[:, width:].cpu()
-        if past is not None:
-            self._keep(batch, ids, replies, past, width)
-        return {
-            i: self._result(requests[i], replies[row].tolist(), lengths[row], cached[row], latency)
-            for row, i in enumerate(rows)
-        }
+        return out[:, width:].cpu()
 
     def _plan(self, batch: Sequence[ChatRequest], prompts: Sequence[_Prompt]) -> list[Reuse]:
         """What each row starts from, never its whole prompt (the last prompt token must

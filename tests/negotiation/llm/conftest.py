@@ -22,20 +22,20 @@ def tiny_backend(tiny_model: Path):
 
 @contextmanager
 def generate_calls_of(backend) -> Iterator[list[int]]:
-    """Counts a transformers backend's generate calls (and their batch sizes); each call
-    runs for real."""
+    """Counts a transformers backend's decoding calls (one per batch: its own loop or
+    transformers' generate) and their batch sizes; each call runs for real."""
     calls: list[int] = []
-    real = backend.model.generate
+    real = backend._decode
 
-    def counted(*args, **kwargs):
+    def counted(**kwargs):
         calls.append(kwargs["input_ids"].shape[0])
-        return real(*args, **kwargs)
+        return real(**kwargs)
 
-    backend.model.generate = counted
+    backend._decode = counted
     try:
         yield calls
     finally:
-        del backend.model.generate
+        del backend._decode
 
 
 def chat(text: str, **settings) -> ChatRequest:

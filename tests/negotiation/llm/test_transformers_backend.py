@@ -147,14 +147,14 @@ def test_one_bad_request_fails_alone(tiny_backend):
 def test_a_failing_generate_fails_only_its_requests(tiny_backend, monkeypatch):
     """A generate that raises (out of memory, a kernel error) for one row's content: the
     batch is retried row by row and the others still get their replies."""
-    real = tiny_backend.model.generate
+    real = tiny_backend._decode
 
-    def fragile(*args, **kwargs):
-        if kwargs["input_ids"].shape[0] > 1 or kwargs["max_new_tokens"] == 7:
+    def fragile(**kwargs):
+        if kwargs["input_ids"].shape[0] > 1 or kwargs["batch"][0].max_tokens == 7:
             raise RuntimeError("simulated device failure")
-        return real(*args, **kwargs)
+        return real(**kwargs)
 
-    monkeypatch.setattr(tiny_backend.model, "generate", fragile)
+    monkeypatch.setattr(tiny_backend, "_decode", fragile)
     ok, broken = tiny_backend.generate([chat("a", max_tokens=5), chat("b", max_tokens=7)])
     assert ok.ok and ok.completion_tokens == 5
     assert broken.error == "RuntimeError: simulated device failure"
