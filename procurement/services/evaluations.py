@@ -11,8 +11,9 @@ in this process (or worker processes), LLM ones batched per model.
 
 Every check runs before the first write: bad parameters (an unknown policy, line-up or
 scenario, a model that is not there or a server that does not answer, a seed count over
-the limit) raise ValidationError and create nothing. People who played the human seat
-on the evaluated scenarios and seeds join the buyers' ratings.
+the limit) raise ValidationError and create nothing. People who played a seat on the
+evaluated scenarios and seeds of a sealed evaluation join its ratings: buyer seats the
+buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from negotiation.evaluation import (
     MAX_WORKERS,
     EvaluationError,
     EvaluationSpec,
-    Outcome,
     build_spec,
     evaluate,
     llm_episodes,
@@ -41,21 +41,19 @@ from negotiation.lineups import AS_CONFIGURED
 from procurement import dispatch
 from procurement.errors import ApplicationError, Conflict
 from procurement.models import (
-    Episode,
-    EpisodeStatus,
     Evaluation,
     EvaluationStatus,
     PolicyConfig,
     Scenario,
 )
-from procurement.run_plan import CPU_QUEUE, GPU_QUEUE, HUMAN_POLICY, Queue
+from procurement.run_plan import CPU_QUEUE, GPU_QUEUE, Queue
 from procurement.selectors.evaluations import MAX_STORED_OUTCOMES, outcome_row
+from procurement.selectors.seat_outcomes import human_buyer_outcomes, human_supplier_outcomes
 from procurement.services import live
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
 from procurement.services.quotas import llm_evaluation_quota_check
 from procurement.services.run_status import cancel_run
-from procurement.services.supplier_seat import supplier_seat_outcomes
 from procurement.worlds import server_world_key
 
 log = logging.getLogger(__name__)
@@ -82,47 +80,6 @@ def _validation_error(exc: EvaluationError) -> ValidationError:
 def _listed(value: str | Iterable[str]) -> list[str]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return [str(n).strip() for n in items if str(n).strip()]
-
-
-def human_outcomes(spec: EvaluationSpec) -> list[Outcome]:
-    """Finished human-seat episodes on the spec's scenarios (as configured) and seeds,
-    each a buyer player ``human:<username>``; they join the buyers' rating matches."""
-    if AS_CONFIGURED not in spec.suppliers or spec.tiers:
-        return []
-    seeds = (spec.seed_start, spec.seed_start + spec.seeds - 1)
-    rows = (
-        Episode.objects.filter(
-            status=EpisodeStatus.FINISHED,
-            sealed=False,
-            scenario_name__in=spec.scenarios,
-            seed__range=seeds,
-            policy_snapshot__policy=HUMAN_POLICY,
-            score__isnull=False,
-        )
-        .select_related("created_by")
-        .order_by("pk")
-    )
-    out = []
-    for e in rows:
-        m = e.metrics or {}
-        who = e.created_by.get_username() if e.created_by else "anonymous"
-        out.append(
-            Outcome(
-                e.scenario_name,
-                None,
-                f"human:{who}",
-                e.seed,
-                float(e.score),
-                float(m.get("deal_rate", 0.0)),
-                float(m.get("buyer_share", 0.0)),
-                float(m.get("mutual_loss", 0.0)),
-                float(m.get("rounds_per_deal", 0.0)),
-                float(m.get("invalid_action_rate", 0.0)),
-                "human-seat",
-                AS_CONFIGURED,
-            )
-        )
-    return out
 
 
 def evaluation_queue(spec: EvaluationSpec) -> Queue:
@@ -241,40 +198,12 @@ def start_evaluation(
     return evaluation
 
 
-def evaluation_create(
-    *,
-    policies: str | Iterable[str],
-    scenarios: str | Iterable[str],
-    seeds: int,
-    seed_start: int = 0,
-    tiers: str | Iterable[str] = (),
-    suppliers: str | Iterable[str] = (),
-    replays: int = 1,
-    prices: Mapping[str, tuple[float, float]] | None = None,
-    workers: int = 1,
-    name: str = "",
-    sealed: bool = False,
-    user=None,
-    progress: IO[str] | None = None,
-) -> Evaluation:
+def evaluation_create(*, progress: IO[str] | None = None, **options: Any) -> Evaluation:
     """Start an evaluation and play it here, now (``manage.py evaluate``): the same run
-    as start_evaluation's, without a worker. ``progress`` is a stream for a progress bar
-    (None: no bar). EvaluationFailed when the run fails while it plays."""
-    evaluation = start_evaluation(
-        policies=policies,
-        scenarios=scenarios,
-        seeds=seeds,
-        seed_start=seed_start,
-        tiers=tiers,
-        suppliers=suppliers,
-        replays=replays,
-        prices=prices,
-        workers=workers,
-        name=name,
-        sealed=sealed,
-        user=user,
-        enqueue=False,
-    )
+    as start_evaluation's (``options`` are its keyword arguments), without a worker.
+    ``progress`` is a stream for a progress bar (None: no bar). EvaluationFailed when the
+    run fails while it plays."""
+    evaluation = start_evaluation(**options, enqueue=False)
     evaluation = evaluation_execute(evaluation_id=evaluation.pk, progress=progress)
     if evaluation.status != EvaluationStatus.FINISHED:
         raise EvaluationFailed(
@@ -365,8 +294,8 @@ def evaluation_execute(*, evaluation_id: int, progress: IO[str] | None = None) -
                 workers=evaluation.workers,
                 progress=progress,
                 on_progress=tracker,
-                extra_ratings=human_outcomes(spec),
-                extra_suppliers=supplier_seat_outcomes(spec),
+                extra_ratings=human_buyer_outcomes(spec),
+                extra_suppliers=human_supplier_outcomes(spec),
             )
     except _Cancelled:
         evaluation.refresh_from_db()

@@ -35,8 +35,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from negotiation.env import SEED_BOUND
-from negotiation.evaluation import EvaluationSpec, Outcome
-from negotiation.lineups import AS_CONFIGURED
 from negotiation.policies.base import DecisionMeta
 from negotiation.runner import episode_metrics, record_step
 from negotiation.suppliers.seat import (
@@ -269,48 +267,3 @@ def supplier_seat_hand_over(*, episode: Episode) -> bool:
     episode.supplier_seat = seat
     live.publish_episode_status(episode)  # whoever watches it may read on
     return True
-
-
-def supplier_seat_outcomes(spec: EvaluationSpec) -> list[Outcome]:
-    """Finished supplier-seat episodes an evaluation's supplier ratings can take: each a
-    supplier player ``human:<username>`` in the match of the buyer it faced, on its
-    scenario (as configured) and seed. A seat's world is sealed under the server's key,
-    so only a sealed evaluation (the same key) played the same worlds."""
-    if not spec.sealed or spec.tiers or AS_CONFIGURED not in spec.suppliers:
-        return []
-    rows = (
-        Episode.objects.filter(
-            status=EpisodeStatus.FINISHED,
-            sealed=True,
-            supplier_seat__isnull=False,
-            scenario_name__in=spec.scenarios,
-            policy_name__in=spec.policies,
-            seed__range=(spec.seed_start, spec.seed_start + spec.seeds - 1),
-            score__isnull=False,
-        )
-        .select_related("created_by")
-        .order_by("pk")
-    )
-    out = []
-    for e in rows:
-        m = e.metrics or {}
-        who = e.created_by.get_username() if e.created_by else "anonymous"
-        player = f"{HUMAN_ACTOR}:{who}"
-        out.append(
-            Outcome(
-                e.scenario_name,
-                None,
-                e.policy_name,
-                e.seed,
-                float(e.score),
-                float(m.get("deal_rate", 0.0)),
-                float(m.get("buyer_share", 0.0)),
-                float(m.get("mutual_loss", 0.0)),
-                float(m.get("rounds_per_deal", 0.0)),
-                float(m.get("invalid_action_rate", 0.0)),
-                player,
-                player,
-                mode=e.scenario_snapshot.get("mode", "bilateral"),
-            )
-        )
-    return out

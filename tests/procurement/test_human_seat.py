@@ -22,6 +22,7 @@ from procurement.selectors.live import episode_snapshot
 from procurement.services import human_seat
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_create, episode_replay
+from procurement.services.evaluations import evaluation_create
 from procurement.worlds import episode_env
 
 pytestmark = pytest.mark.django_db
@@ -352,3 +353,23 @@ def test_only_the_latest_state_carries_the_valid_actions(seat) -> None:
     url = f"/api/episodes/{episode.pk}/state/"
     assert "valid_actions" not in analyst.get(url, {"step": -1}).json()  # scrubbed back
     assert analyst.get(url, {"step": 0}).json()["valid_actions"]
+
+
+def test_a_finished_seat_joins_a_sealed_evaluations_buyer_ratings(seat) -> None:
+    analyst, episode = seat
+    env = episode_env(episode)
+    observation = env.observation()
+    expert = get_policy("expert", seed=episode.seed)
+    while not env.done:
+        action = expert.act(observation)
+        assert _act(analyst, episode, action).status_code == 201
+        observation = env.step(action).observation
+    name = f"human:{analyst.user.get_username()}"
+    options = {"policies": "expert", "scenarios": "bilateral_hardball", "seeds": 1}
+    sealed = evaluation_create(**options, sealed=True)
+    buyers = {r["player"]: r for r in sealed.ratings if r["kind"] == "buyer"}
+    # the same sealed world and the expert's own moves: a tie in the one match played
+    assert buyers[name]["matches"] == 1 and buyers[name]["mu"] == buyers["expert"]["mu"]
+    # a public evaluation played other worlds: the seat does not join it
+    public = evaluation_create(**options)
+    assert name not in {r["player"] for r in public.ratings}
