@@ -64,6 +64,21 @@ def smollm2_folder(cache_dir: Path | None = None) -> Path:
     return target
 
 
+# Backends that load the shipped model for a default alias (the rest, such as an
+# OpenAI-compatible server, read the model setting their own way).
+SHIPPED_MODEL_BACKENDS = frozenset({"transformers", "vllm", "llamacpp"})
+
+
+def canonical_model(backend: str, model: str) -> str:
+    """One spelling per model a backend loads: a default alias ("" or "smollm2", any case)
+    is "smollm2". Settings that mean the same weights must compare equal: they share one
+    loaded backend and one batcher, so an ``llm`` buyer on the default model and
+    ``llm:smollm2`` suppliers meet in the same batches."""
+    if backend in SHIPPED_MODEL_BACKENDS and model.strip().lower() in DEFAULT_ALIASES:
+        return "smollm2"
+    return model
+
+
 def model_label(model: str) -> str:
     """A short name for a model setting: "smollm2" for the default, a server's host for a
     URL, else the folder's (or served model's) last part."""

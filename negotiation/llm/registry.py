@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from .backend import LLMBackend
+from .models import canonical_model
 
 BACKENDS = {
     "transformers": ("negotiation.llm.transformers_backend", "TransformersBackend"),
@@ -45,7 +46,7 @@ def get_backend(name: str, model: str = "", **options: Any) -> LLMBackend:
     cls = backend_class(name)
     # Validated before any loading; defaults filled in, so equal settings share a key.
     settings = cls.Options.parse(name, options).model_dump()
-    key = (name, model, tuple(sorted(settings.items())))
+    key = (name, canonical_model(name, model), tuple(sorted(settings.items())))
     with _lock:
         if _cache_pid != os.getpid():
             _cache.clear()  # inherited through fork: the parent's, not ours

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batching import BatchingBackend
+from .models import canonical_model
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,9 @@ class LLMSpec:
     backend: str
     model: str
     options: tuple[tuple[str, Any], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", canonical_model(self.backend, self.model))
 
     @classmethod
     def for_episode(
