@@ -67,27 +67,34 @@ def default_suppliers() -> list[str]:
 class CellStats:
     """One (scenario, buyer, line-up) cell of the run: episodes and where their time went.
     ``episode_seconds`` sums the buyers' episode times: cells that call a model play
-    their episodes at once, so their sums overlap in wall time."""
+    their episodes at once, so their sums overlap in wall time. ``llm_calls`` and
+    ``decisions`` are None where the rows do not keep them (an evaluation's stored rows)."""
 
     scenario: str
     buyer: str
     lineup: str
     episodes: int
     episode_seconds: float
-    llm_calls: int
+    llm_calls: int | None
     prompt_tokens: int
     completion_tokens: int
-    decisions: int
+    decisions: int | None
     decision_p50_s: float | None
     decision_p95_s: float | None
 
     @property
     def calls_llm(self) -> bool:
-        return self.llm_calls > 0
+        return (self.llm_calls or 0) > 0 or self.prompt_tokens > 0
 
 
-def _row(o: Any) -> Mapping[str, Any]:
-    return asdict(o) if is_dataclass(o) else o
+def _row(o: Any, fields: Sequence[str]) -> Mapping[str, Any]:
+    """An outcome as a mapping: an Outcome, a mapping, or a stored row (a list in
+    ``fields`` order)."""
+    if is_dataclass(o):
+        return asdict(o)
+    if isinstance(o, Mapping):
+        return o
+    return dict(zip(fields, o, strict=True))
 
 
 def percentile(xs: Sequence[float], q: float) -> float | None:
@@ -98,15 +105,16 @@ def percentile(xs: Sequence[float], q: float) -> float | None:
     return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
 
 
-def cell_stats(outcomes: Iterable[Any]) -> list[CellStats]:
+def cell_stats(outcomes: Iterable[Any], fields: Sequence[str] = ()) -> list[CellStats]:
     """Per (scenario, buyer, line-up) cell, in the order the outcomes list them."""
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for o in map(_row, outcomes):
+    for o in (_row(o, fields) for o in outcomes):
         label = o["scenario"] if o.get("tier") is None else f"{o['scenario']}@{o['tier']}"
         groups[(label, o["policy"], o["lineup"])].append(o)
     out = []
     for (scenario, buyer, lineup), rows in groups.items():
         decisions = [float(d) for r in rows for d in r.get("decisions") or ()]
+        timed = all("decisions" in r for r in rows)
         out.append(
             CellStats(
                 scenario,
@@ -114,10 +122,10 @@ def cell_stats(outcomes: Iterable[Any]) -> list[CellStats]:
                 lineup,
                 len(rows),
                 math.fsum(float(r.get("seconds") or 0.0) for r in rows),
-                sum(int(r.get("llm_calls") or 0) for r in rows),
+                sum(int(r["llm_calls"]) for r in rows) if "llm_calls" in rows[0] else None,
                 sum(int(r.get("prompt_tokens") or 0) for r in rows),
                 sum(int(r.get("completion_tokens") or 0) for r in rows),
-                len(decisions),
+                len(decisions) if timed else None,
                 percentile(decisions, 50),
                 percentile(decisions, 95),
             )
@@ -167,11 +175,11 @@ def problems(
                 missing = [
                     name
                     for name, ok in (
-                        ("LLM calls", c.llm_calls > 0),
+                        ("LLM calls", c.llm_calls is None or c.llm_calls > 0),
                         ("prompt tokens", c.prompt_tokens > 0),
                         ("completion tokens", c.completion_tokens > 0),
-                        ("decision p50", c.decision_p50_s is not None),
-                        ("decision p95", c.decision_p95_s is not None),
+                        ("decision p50", c.decisions is None or c.decision_p50_s is not None),
+                        ("decision p95", c.decisions is None or c.decision_p95_s is not None),
                         ("episode time", c.episode_seconds > 0),
                     )
                     if not ok
@@ -202,10 +210,11 @@ def format_cells(cells: Sequence[CellStats]) -> str:
     )
     lines = [head, "-" * len(head)]
     for c in cells:
+        calls = "—" if c.llm_calls is None else c.llm_calls
         lines.append(
             f"{c.scenario:<{w}} {c.buyer:<{b}} {c.lineup:<{s}} {c.episodes:>4} "
             f"{c.episode_seconds:>9.2f} {c.episode_seconds / max(1, c.episodes):>9.3f} "
-            f"{c.llm_calls:>9} {c.prompt_tokens:>10} {c.completion_tokens:>9} "
+            f"{calls:>9} {c.prompt_tokens:>10} {c.completion_tokens:>9} "
             f"{_ms(c.decision_p50_s):>10} {_ms(c.decision_p95_s):>10}"
         )
     return "\n".join(lines)
@@ -376,21 +385,43 @@ class Probe:
         connection_created.connect(lambda sender, connection, **_: attach(connection), weak=False)
 
 
+class Capture:
+    """Every outcome the engine plays in this process (negotiation.evaluation.run_outcomes
+    wrapped: the stored rows keep neither decision latencies nor call counts)."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[Any] = []
+
+    def install(self) -> None:
+        from negotiation import evaluation as engine
+
+        original = engine.run_outcomes
+
+        def run_outcomes(*args: Any, **kwargs: Any) -> list[Any]:
+            out = original(*args, **kwargs)
+            self.outcomes.extend(out)
+            return out
+
+        engine.run_outcomes = run_outcomes
+
+
 def worker_main(probe_path: str, celery_args: list[str]) -> None:
-    """A Celery worker with the probe installed, writing its totals to ``probe_path``
-    after every task: the full mode's gpu worker."""
+    """A Celery worker with the probe and the capture installed, writing both to
+    ``probe_path`` after every task: the full mode's workers."""
     import django
 
     django.setup()
     from celery.signals import task_postrun
 
-    probe = Probe()
+    probe, capture = Probe(), Capture()
     probe.install()
+    capture.install()
 
     @task_postrun.connect(weak=False)
     def _dump(**_: Any) -> None:
         tmp = f"{probe_path}.tmp"
-        Path(tmp).write_text(json.dumps(probe.snapshot()))
+        data = {"totals": probe.snapshot(), "outcomes": [asdict(o) for o in capture.outcomes]}
+        Path(tmp).write_text(json.dumps(data))
         os.replace(tmp, probe_path)
 
     from celery.__main__ import main
@@ -409,10 +440,10 @@ def configure(args: argparse.Namespace) -> dict[str, str]:
     if args.mode == "full":
         pg = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
         env.update(DATABASE_URL=f"{pg}/{args.db_name}", REDIS_URL=args.redis_url)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     for key in ("DATABASE_URL", "REDIS_URL", "TASK_RUNNER"):
         os.environ.pop(key, None)
     os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     return env
 
 
@@ -452,24 +483,19 @@ def trained_policy(wanted: str | None) -> str | None:
 
 
 class Workers:
-    """Full mode: a cpu worker (prefork) and a gpu worker (threads, with the probe)."""
+    """Full mode: a cpu worker (prefork, one child) and a gpu worker (threads), each with
+    the probe and the capture (worker_main), as docker-compose.yml runs them."""
 
-    def __init__(self, env: dict[str, str], probe_path: Path, gpu_threads: int) -> None:
+    def __init__(self, env: dict[str, str], gpu_threads: int) -> None:
         from workers.commands import worker_argv
 
-        log_dir = Path(env["DATA_DIR"])
+        self.dir = Path(env["DATA_DIR"])
         self.procs = []
-        for queues, pool, n, probe in (
-            ("cpu", "prefork", 1, False),
-            ("gpu", "threads", gpu_threads, True),
-        ):
+        for queues, pool, n in (("cpu", "prefork", 1), ("gpu", "threads", gpu_threads)):
             argv = worker_argv(queues, concurrency=n, name=f"arena-{queues}", pool=pool)
-            argv = argv[3:]  # after "python -m celery"
-            if probe:
-                cmd = [sys.executable, __file__, "_worker", str(probe_path), *argv]
-            else:
-                cmd = [sys.executable, "-m", "celery", *argv]
-            log = (log_dir / f"worker-{queues}.log").open("w")
+            probe_path = self.dir / f"probe-{queues}.json"
+            cmd = [sys.executable, __file__, "_worker", str(probe_path), *argv[3:]]
+            log = (self.dir / f"worker-{queues}.log").open("w")
             self.procs.append(
                 subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             )
@@ -489,6 +515,17 @@ class Workers:
             time.sleep(0.2)
         raise TimeoutError("the workers did not answer a ping")
 
+    def played(self) -> tuple[dict[str, float], list[Any]]:
+        """The probes' totals, summed, and the outcomes the workers played."""
+        totals: dict[str, float] = defaultdict(float)
+        outcomes: list[Any] = []
+        for path in sorted(self.dir.glob("probe-*.json")):
+            data = json.loads(path.read_text())
+            for k, v in data["totals"].items():
+                totals[k] += v
+            outcomes.extend(data["outcomes"])
+        return dict(totals), outcomes
+
     def stop(self) -> None:
         for p in self.procs:
             p.terminate()
@@ -504,41 +541,25 @@ class Workers:
 @dataclass
 class Run:
     evaluation: Any
-    outcomes: list[Any]
     wall_s: float
     path: str  # how it ran: which service call, where the episodes were played
 
 
 def run_evaluation(params: dict[str, Any], *, probe: Probe | None) -> Run:
     """The evaluation, started as the product starts it. Seam: the browser form's service
-    (start_evaluation, then polling its progress) where this branch has it; else the
-    ``evaluate`` command's service, played in this process."""
-    from negotiation import evaluation as engine
+    (start_evaluation, then polling the run's progress) where this checkout has it; else
+    the ``evaluate`` command's service, played in this process."""
     from procurement.services import evaluations as service
 
-    captured: list[Any] = []
-    original = engine.run_outcomes
-
-    def capture(*a: Any, **k: Any) -> list[Any]:
-        out = original(*a, **k)
-        captured.extend(out)
-        return out
-
-    engine.run_outcomes = capture  # the outcomes, where this process plays them
-    try:
-        start = getattr(service, "start_evaluation", None)
-        t0 = time.perf_counter()
-        if start is None:
-            evaluation = service.evaluation_create(**params, progress=sys.stderr)
-            path = "evaluation_create (the evaluate command's service), in this process"
-        else:
-            evaluation = _start_and_poll(start, params, probe)
-            path = f"start_evaluation (the form's service), queue {evaluation.queue}"
-        wall = time.perf_counter() - t0
-    finally:
-        engine.run_outcomes = original
-    stored = getattr(evaluation, "outcomes", None)
-    return Run(evaluation, list(stored) if stored else captured, wall, path)
+    start = getattr(service, "start_evaluation", None)
+    t0 = time.perf_counter()
+    if start is None:
+        evaluation = service.evaluation_create(**params, progress=sys.stderr)
+        path = "evaluation_create (the evaluate command's service), played in this process"
+    else:
+        evaluation = _start_and_poll(start, params, probe)
+        path = f"start_evaluation (the browser form's service), queue '{evaluation.queue}'"
+    return Run(evaluation, time.perf_counter() - t0, path)
 
 
 def _start_and_poll(start: Any, params: dict[str, Any], probe: Probe | None) -> Any:
@@ -620,18 +641,19 @@ def main() -> None:
 
     probe = Probe()
     workers = None
-    probe_path = Path(args.data_dir) / "probe-gpu.json"
     if args.mode == "full":
         from workers import app
 
         app.control.purge()
-        workers = Workers(env, probe_path, args.gpu_threads)
+        workers = Workers(env, args.gpu_threads)
         workers.wait_ready()
     else:
         from workers.inprocess import install_local_runner
 
         install_local_runner()
     probe.install()
+    capture = Capture()  # embedded: the episodes play in this process's model lane
+    capture.install()
     setup_s = time.perf_counter() - t_setup
 
     params = {
@@ -655,24 +677,51 @@ def main() -> None:
     finally:
         if workers is not None:
             workers.stop()
-    totals = probe.snapshot()
-    if args.mode == "full" and probe_path.exists():
-        # The gpu worker played the episodes; this process only started the run.
+    totals, outcomes = probe.snapshot(), capture.outcomes
+    if workers is not None:
+        # The workers played the episodes; this process only started the run.
         here = totals
-        totals = json.loads(probe_path.read_text())
+        totals, outcomes = workers.played()
         for key in ("db_s", "db_queries"):
             totals[key] = totals.get(key, 0.0) + here.get(key, 0.0)
-    report(args, run, totals, presets, buyers, suppliers, llm_buyers, trained, load_avg())
+    check = Check(presets, buyers, suppliers, args.seeds, llm_buyers)
+    report(args, run, totals, outcomes, check, trained, load_avg())
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the run must contain."""
+
+    scenarios: list[str]
+    buyers: list[str]
+    suppliers: list[str]
+    seeds: int
+    llm_buyers: list[str]
+
+    def problems(self, ev: Any, cells: Sequence[CellStats]) -> list[str]:
+        return problems(
+            leaderboard=ev.leaderboard,
+            matrix=ev.matrix,
+            cells=cells,
+            scenarios=self.scenarios,
+            buyers=self.buyers,
+            suppliers=self.suppliers,
+            episodes_per_cell=self.seeds,
+            llm_buyers=self.llm_buyers,
+        )
+
+
+def _verdict(found: list[str], what: str) -> str:
+    lines = [f"{what}: " + (f"{len(found)} problems" if found else "complete")]
+    return "\n".join([*lines, *(f"  MISSING {p}" for p in found)])
 
 
 def report(
     args: argparse.Namespace,
     run: Run,
     totals: Mapping[str, float],
-    presets: list[str],
-    buyers: list[str],
-    suppliers: list[str],
-    llm_buyers: list[str],
+    outcomes: list[Any],
+    check: Check,
     trained: str | None,
     load: str,
 ) -> None:
@@ -680,7 +729,7 @@ def report(
     from negotiation.scenarios import bilateral_presets
 
     ev = run.evaluation
-    cells = cell_stats(run.outcomes)
+    cells = cell_stats(outcomes)
     print(f"\n== {args.mode} mode: {ev.episodes} episodes, path: {run.path}")
     print(
         f"total wall time {run.wall_s:.1f} s (start to stored result); the evaluation's own "
@@ -690,27 +739,16 @@ def report(
     print(format_cells(cells))
     print(f"\nWhere the time went, by component (the playing process, {run.wall_s:.1f} s):")
     print(format_probe(totals, run.wall_s))
-    found = problems(
-        leaderboard=ev.leaderboard,
-        matrix=ev.matrix,
-        cells=cells,
-        scenarios=presets,
-        buyers=buyers,
-        suppliers=suppliers,
-        episodes_per_cell=args.seeds,
-        llm_buyers=llm_buyers,
-    )
-    verdict = (
-        f"{len(found)} problems"
-        if found
-        else "every player's row and every cell there; every LLM cell has calls, tokens "
-        "and decision latency"
-    )
-    print(f"\nCompleteness: {verdict}")
-    for p in found:
-        print(f"  MISSING {p}")
+    print("\nCompleteness (no row or cell missing; every LLM cell with calls, tokens, latency):")
+    print(_verdict(check.problems(ev, cells), "  as played (every outcome)"))
+    stored = getattr(ev, "outcomes", None)
+    if stored is not None:
+        from procurement.selectors.evaluations import OUTCOME_FIELDS
+
+        # the stored rows keep tokens and episode time, not calls or decision latency
+        print(_verdict(check.problems(ev, cell_stats(stored, OUTCOME_FIELDS)), "  as stored"))
     target_presets = len(bilateral_presets())
-    scale = (TARGET_SEEDS * target_presets) / (args.seeds * len(presets))
+    scale = (TARGET_SEEDS * target_presets) / (args.seeds * len(check.scenarios))
     measured, target = extrapolate(cells, ev.seconds, scale=scale)
     print(
         f"\nEXTRAPOLATION (linear in episodes, NOT measured): x{scale:g} "
