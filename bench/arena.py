@@ -545,20 +545,48 @@ class Run:
     path: str  # how it ran: which service call, where the episodes were played
 
 
+def form_data(params: Mapping[str, Any], offered: Sequence[str]) -> dict[str, Any]:
+    """The Evaluations page's form as a person fills it in: line-ups it offers ticked,
+    the others typed into "Other line-ups"."""
+    suppliers = list(params["suppliers"])
+    return {
+        "name": params["name"],
+        "policies": list(params["policies"]),
+        "suppliers": [s for s in suppliers if s in offered],
+        "more_suppliers": ",".join(s for s in suppliers if s not in offered),
+        "scenarios": list(params["scenarios"]),
+        "seeds": params["seeds"],
+        "seed_start": 0,
+        "replays": 1,
+        "prices": "",
+    }
+
+
 def run_evaluation(params: dict[str, Any], *, probe: Probe | None) -> Run:
-    """The evaluation, started as the product starts it. Seam: the browser form's service
-    (start_evaluation, then polling the run's progress) where this checkout has it; else
-    the ``evaluate`` command's service, played in this process."""
+    """The evaluation, started as the product starts it. Seam, best first: the browser's
+    start form (StartEvaluationForm, then start_evaluation with its arguments, then
+    polling the run's progress); start_evaluation alone; else the ``evaluate`` command's
+    service, played in this process."""
+    from procurement import forms
     from procurement.services import evaluations as service
 
     start = getattr(service, "start_evaluation", None)
+    form_class = getattr(forms, "StartEvaluationForm", None)
     t0 = time.perf_counter()
     if start is None:
         evaluation = service.evaluation_create(**params, progress=sys.stderr)
         path = "evaluation_create (the evaluate command's service), played in this process"
+    elif form_class is not None:
+        form = form_class(
+            form_data(params, [c for c, _ in form_class().fields["suppliers"].choices])
+        )
+        if not form.is_valid():
+            raise SystemExit(f"the start form refused the run: {form.errors.as_json()}")
+        evaluation = _start_and_poll(start, form.evaluation_kwargs(), probe)
+        path = f"the start form -> start_evaluation, queue '{evaluation.queue}'"
     else:
         evaluation = _start_and_poll(start, params, probe)
-        path = f"start_evaluation (the browser form's service), queue '{evaluation.queue}'"
+        path = f"start_evaluation (the form's service), queue '{evaluation.queue}'"
     return Run(evaluation, time.perf_counter() - t0, path)
 
 
