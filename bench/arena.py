@@ -33,6 +33,7 @@ import json
 import math
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -633,6 +634,8 @@ def main() -> None:
     )
     parser.add_argument("--gpu-threads", type=int, default=4, help="full mode's gpu worker")
     args = parser.parse_args()
+    # a kill stops the workers too (finally below), not only an exception
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.data_dir = args.data_dir or tempfile.mkdtemp(prefix="arena-bench-")
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)
     env = configure(args)
