@@ -756,6 +756,7 @@ def report(
     trained: str | None,
     load: str,
 ) -> None:
+    from negotiation.evaluation import LLM_BATCH_EPISODES as LLM_CHUNK
     from negotiation.evaluation import format_leaderboard, format_matrix
     from negotiation.scenarios import bilateral_presets
 
@@ -790,6 +791,15 @@ def report(
             f"  {label}: rule-only {e.rule_episodes:>5} eps {e.rule_seconds:>9.1f} s | "
             f"LLM {e.llm_episodes:>5} eps {e.llm_seconds:>9.1f} s | "
             f"total {e.seconds:>9.1f} s ({e.seconds / 3600:.2f} h)"
+        )
+    if 0 < measured.llm_episodes <= LLM_CHUNK:
+        # The engine plays LLM episodes LLM_CHUNK at a time: a chunk of 64 costs at least
+        # what the measured (smaller) chunk did, at most 64/k times that (linear).
+        chunks = math.ceil(target.llm_episodes / LLM_CHUNK)
+        print(
+            f"  LLM phase bracket: {chunks} chunks of <= {LLM_CHUNK} episodes: "
+            f">= {chunks * measured.llm_seconds:.0f} s (a full chunk as fast as the measured "
+            f"{measured.llm_episodes}) .. <= {target.llm_seconds:.0f} s (linear)"
         )
     if not trained:
         print(
