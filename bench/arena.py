@@ -443,6 +443,11 @@ def configure(args: argparse.Namespace) -> dict[str, str]:
         pg = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
         env.update(DATABASE_URL=f"{pg}/{args.db_name}", REDIS_URL=args.redis_url)
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # A person's run may call a model this many times at most (default 500): the target's
+    # ~1,300-1,600 LLM episodes need more. Set it to test the limit itself.
+    from negotiation.evaluation import MAX_LLM_EPISODES  # the engine: no Django yet
+
+    env.setdefault("LLM_MAX_SWEEP_CELLS_PER_USER", str(MAX_LLM_EPISODES))
     for key in ("DATABASE_URL", "REDIS_URL", "TASK_RUNNER"):
         os.environ.pop(key, None)
     os.environ.update(env)
@@ -564,6 +569,16 @@ def form_data(params: Mapping[str, Any], offered: Sequence[str]) -> dict[str, An
     }
 
 
+def ops() -> Any:
+    """The person who fills in the form: a user with the ops role (who may start runs)."""
+    from django.contrib.auth import get_user_model
+
+    from procurement.services.accounts import user_create
+
+    found = get_user_model().objects.filter(username="arena-bench").first()
+    return found or user_create(username="arena-bench", role="ops")
+
+
 def run_evaluation(params: dict[str, Any], *, probe: Probe | None) -> Run:
     """The evaluation, started as the product starts it. Seam, best first: the browser's
     start form (StartEvaluationForm, then start_evaluation with its arguments, then
@@ -584,8 +599,8 @@ def run_evaluation(params: dict[str, Any], *, probe: Probe | None) -> Run:
         )
         if not form.is_valid():
             raise SystemExit(f"the start form refused the run: {form.errors.as_json()}")
-        evaluation = _start_and_poll(start, form.evaluation_kwargs(), probe)
-        path = f"the start form -> start_evaluation, queue '{evaluation.queue}'"
+        evaluation = _start_and_poll(start, {**form.evaluation_kwargs(), "user": ops()}, probe)
+        path = f"the start form (as ops) -> start_evaluation, queue '{evaluation.queue}'"
     else:
         evaluation = _start_and_poll(start, params, probe)
         path = f"start_evaluation (the form's service), queue '{evaluation.queue}'"
