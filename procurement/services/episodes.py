@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from negotiation.runner import episode_metrics
 from procurement import dispatch
 from procurement.errors import Conflict, Forbidden
 from procurement.limits import MAX_STEP_DELAY
@@ -21,6 +22,9 @@ from procurement.services.decision_store import insert_decisions
 from procurement.services.quotas import episode_quota_check
 from procurement.services.run_status import cancel_run
 from procurement.worlds import REPLAY_FIELDS, replay_env, replay_step
+
+if TYPE_CHECKING:
+    from negotiation import ProcurementEnv
 
 
 def episode_build(
@@ -172,6 +176,27 @@ def episode_finish(
     )
     episode.refresh_from_db()
     return bool(finished)
+
+
+def episode_store_played_step(
+    *, episode: Episode, env: ProcurementEnv, payload: dict[str, Any], superseded: str
+) -> None:
+    """Store the step a person just played on ``env`` (a seat) under the episode's newest
+    attempt, and finish the episode with its score when that step ended it. Conflict with
+    ``superseded`` when that attempt is no longer the newest (cancelled, handed over)."""
+    try:
+        episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
+    except AttemptSuperseded:
+        raise Conflict(superseded) from None
+    if env.done:
+        score = env.score()
+        episode_finish(
+            episode=episode,
+            attempt=episode.attempts,
+            score=score.score,
+            metrics=episode_metrics(score.metrics, None),
+            engine_seconds=0.0,
+        )
 
 
 def episode_fail(*, episode: Episode, error: str, attempt: int) -> bool:

@@ -26,16 +26,12 @@ from django.utils import timezone
 from negotiation import ProcurementEnv
 from negotiation.env import SEED_BOUND
 from negotiation.policies.base import DecisionMeta
-from negotiation.runner import episode_metrics, record_step
+from negotiation.runner import record_step
 from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus
 from procurement.run_plan import HANDED_OVER, HUMAN_QUEUE, RunPlan
 from procurement.services import live
-from procurement.services.episodes import (
-    AttemptSuperseded,
-    episode_decisions_append,
-    episode_finish,
-)
+from procurement.services.episodes import episode_store_played_step
 from procurement.worlds import episode_env
 
 HUMAN_ACTOR = "human"
@@ -152,19 +148,12 @@ def seat_play(*, episode_id: int, user, step: int, action: Any) -> dict[str, Any
             error = record.error or {"code": "invalid", "message": "Invalid action."}
             raise RefusedMove(error["code"], error["message"], _field_of(**error))
         payload = record.to_dict()
-        try:
-            episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
-        except AttemptSuperseded:
-            raise Conflict("The seat was handed over or the episode cancelled.") from None
-        if res.done:
-            score = env.score()
-            episode_finish(
-                episode=episode,
-                attempt=episode.attempts,
-                score=score.score,
-                metrics=episode_metrics(score.metrics, None),
-                engine_seconds=0.0,
-            )
+        episode_store_played_step(
+            episode=episode,
+            env=env,
+            payload=payload,
+            superseded="The seat was handed over or the episode cancelled.",
+        )
     stored = live.record_payload(payload)
     live.publish_decisions(episode, [stored])
     if res.done:

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from negotiation.env import SEED_BOUND
 from negotiation.policies.base import DecisionMeta
-from negotiation.runner import episode_metrics, record_step
+from negotiation.runner import record_step
 from negotiation.suppliers.seat import (
     HUMAN_ACTOR,
     AwaitingSupplier,
@@ -49,10 +49,8 @@ from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.run_plan import HUMAN_POLICY
 from procurement.services import live
 from procurement.services.episodes import (
-    AttemptSuperseded,
     episode_build,
-    episode_decisions_append,
-    episode_finish,
+    episode_store_played_step,
 )
 from procurement.services.quotas import episode_quota_check
 from procurement.worlds import episode_env
@@ -208,25 +206,18 @@ def supplier_seat_answer(*, episode_id: int, user, answer: Answer) -> dict[str, 
         if record.step != answer.step or record.supplier_actor != HUMAN_ACTOR:
             raise Conflict("The stored record no longer leads to this offer; nothing was played.")
         payload = record.to_dict()
-        try:
-            episode_decisions_append(episode=episode, records=[payload], attempt=episode.attempts)
-        except AttemptSuperseded:
-            raise Conflict("The episode was cancelled or taken over.") from None
+        episode_store_played_step(
+            episode=episode,
+            env=env,
+            payload=payload,
+            superseded="The episode was cancelled or taken over.",
+        )
         facts = dict(turn["private"])
         if proposed.decision == "counter":
             facts["last_counter"] = proposed.price
         rest = {**{k: v for k, v in seat.items() if k != TURN}, "facts": facts}
         Episode.objects.filter(pk=episode.pk).update(supplier_seat=rest)
         episode.supplier_seat = rest
-        if res.done:
-            score = env.score()
-            episode_finish(
-                episode=episode,
-                attempt=episode.attempts,
-                score=score.score,
-                metrics=episode_metrics(score.metrics, None),
-                engine_seconds=0.0,
-            )
     live.publish_decisions(episode, [live.record_payload(payload)])
     if res.done:
         live.publish_episode_status(episode)
