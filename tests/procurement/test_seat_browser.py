@@ -137,7 +137,9 @@ def test_the_seat_shows_prices_and_only_the_suppliers_the_requirement_can_use(pa
     row = page.locator("#timeline tbody tr").first.text_content()
     assert "Buyer: Can you do better?" in row
     assert "Why: Anchor low against the list price." in row
-    assert page.input_value("#seat-message") == ""  # words go with the move they were for
+    # Words go with the move they were for. The row can arrive over the socket before the
+    # move's own HTTP answer, which is what clears the form, so wait for that.
+    page.wait_for_function("document.querySelector('#seat-message').value === ''")
     page.wait_for_function(
         "document.getElementById('seat-left').textContent.includes("
         f"'actions left this week: {world['actions_left_this_week'] - 1} of')"
