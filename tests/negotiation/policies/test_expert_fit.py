@@ -16,10 +16,10 @@ from negotiation.policies.expert.fit import Fit, assess, residual_misfit
 from negotiation.suppliers import heldout
 
 
-def expert_episode(preset: str, seed: int, family: str | None = None):
+def expert_episode(preset: str, seed: int, family: str | None = None, **overrides):
     """The expert plays one bilateral episode (against ``family`` when given); returns the
     env and the Fit of its thread after each answer."""
-    env = ProcurementEnv(load_scenario(preset))
+    env = ProcurementEnv(load_scenario(preset, **overrides))
     if family is not None:
         heldout.install(env, family)
     obs = env.reset(seed=seed)
@@ -63,12 +63,13 @@ def test_a_pause_in_the_upper_part_of_the_margin_is_no_stop():
 
 
 def test_expert_holds_out_against_a_random_walk_paused_high():
-    """Erratic seed 100062 (a tuning seed) pauses at 52.35 of list 62.40 after its first
-    concession: the expert no longer takes it at once (share 0.02 before), and still
-    closes."""
-    env, _ = expert_episode("bilateral_hardball", 100062, "erratic")
+    """Erratic seed 100062 (a tuning seed, as bench/quality.py plays it) pauses at 52.35 of
+    list 62.40 after its first concession: the expert took that at once (share 0.02); now
+    it holds out and closes at 39.95."""
+    seed = 100062
+    env, _ = expert_episode("bilateral", seed, "erratic", persona=PERSONAS[seed % len(PERSONAS)])
     assert env.world.contracts
-    assert env.world.contracts[0].unit_price < 50.0
+    assert env.world.contracts[0].unit_price < 45.0
 
 
 def test_fit_flags_a_stalled_seller_and_not_a_rule_seller():
