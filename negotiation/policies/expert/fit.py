@@ -1,5 +1,6 @@
-"""Whether the documented supplier model still explains a bilateral thread, from its
-public counters alone (no posterior is computed: this runs on every offer).
+"""Whether the documented supplier model still explains a bilateral thread: from its
+public counters alone on every offer (assess: no posterior is computed), and, where a
+stall raises the question, from the posterior's residuals (residual_misfit).
 
 The rule seller's ask (suppliers/concession.py) never stands still while the buyer keeps
 moving before its patience, except where a clamp holds it: far above its floor, its last
@@ -9,8 +10,15 @@ floor, where meeting it costs nothing the model could save, or a seller outside 
 (one that stops at its floor and walks, a fixed price, a random walk). On the four
 bilateral rule personas, with their tactics as drawn and re-drawn (bench/quality.py's rule
 and mixed families, seeds 0-199: 1,600 threads), safe.py acted on such a stall once (a
-distressed seller, buyer share 0.873 instead of 0.907); held-out sellers show it within a
-few answers.
+distressed seller, buyer share 0.873 instead of 0.907) until the residual test below
+withdrew it (its counters fit the model: a clamp); held-out sellers show it within a few
+answers.
+
+The residual test asks the posterior (posterior.thread_fits) for the parameter sets of the
+documented model that reproduce every counter within the model's noise (COUNTER_TOL: the
+cent rounding): the true set of a rule seller always passes, so a thread none passes is
+outside the model. It needs MIN_FIT_COUNTERS counters and costs a posterior search, so it
+runs only where a stall has already raised the question (safe.py).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import itertools
 from typing import NamedTuple
 
 from ...suppliers.concession import STALL_MOVE
-from .beliefs import History
+from .beliefs import Floors, History
 
 SAME_CENTS = 0.005  # two counters closer than half a cent are the same counter
 
@@ -54,3 +62,12 @@ def assess(h: History) -> Fit:
     moved = sum(fell) / (n - 1) if n > 1 else 1.0
     recovered = sum(1 for i in range(1, n - 1 - stalls) if _stalled(h, i) and any(fell[i : n - 1]))
     return Fit(stalls == 0 or not h.regular, stalls, moved, recovered)
+
+
+def residual_misfit(h: History, anchor: float, patience: int, floors: Floors) -> bool:
+    """True when no parameter set of the documented model reproduces the thread's counters
+    within the model's noise (the posterior finds none): the seller is outside the model.
+    The posterior is imported here, as policy.py does (numpy's import is paid on use)."""
+    from .posterior import thread_fits
+
+    return not len(thread_fits(h, anchor, patience, floors))

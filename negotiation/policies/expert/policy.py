@@ -33,9 +33,11 @@ only cache pure functions of the observation).
   against a clock that keeps conceding more each round it claims half the last
   concession; otherwise it awards the counter.
 - Bilateral, outside the model: before the seller's patience, once its ask stalls to the
-  cent while the buyer moves (fit.py) where the stall says it may have stopped for good,
-  the thread leaves the plan for safe.py's model-free move: take the counter when the
-  walk risk outweighs what holding out could save, else meet it halfway.
+  cent while the buyer moves (fit.py) where the stall says it may have stopped for good
+  and, after concessions, the documented model's residuals no longer explain its counters
+  (fit.residual_misfit), the thread leaves the plan for safe.py's model-free move: take
+  the counter when the walk risk outweighs what holding out could save, else meet it
+  halfway.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from .beliefs import (
     history,
     trend_offer,
 )
+from .fit import residual_misfit
 from .planning import Plan, Planner
 
 if TYPE_CHECKING:  # numpy is imported with the posterior only when one is computed
@@ -207,7 +210,13 @@ class ExpertPolicy(Policy):
         if th.offers < T and th.counter_price <= cap:
             # A seller outside the documented model (fit.py): the model-free move (safe.py).
             listed = s.list_prices[r.id]
-            sm = safe.outside_model(history(th), th.counter_price, cap, obs.seller_cost, listed)
+
+            def explains() -> bool | None:
+                got = posterior_inputs(obs, s, r, th)
+                return None if got is None else not residual_misfit(got[0], got[1], T, got[2])
+
+            h = history(th)
+            sm = safe.outside_model(h, th.counter_price, cap, obs.seller_cost, listed, explains)
             if sm is not None:
                 if sm.award:
                     return acting.award(s.id, r.id, qty), f"{step()}: {sm.why}"

@@ -70,3 +70,18 @@ def test_not_in_any_scenario_unless_installed():
         assert not any(isinstance(p, heldout.HeldOutSeller) for p in env.supplier_policies.values())
     with pytest.raises(KeyError):
         heldout.HeldOutSeller("nobody")
+
+
+def test_erratic_asks_ignore_the_offers_and_it_walks_only_after_its_patience():
+    """The random walk answers the clock, not the buyer: two buyers see the same counters
+    while both are countered, and it walks from no offer before the public round limit."""
+    for seed in range(4):
+        _, slow = play("erratic", seed, buyer="script_concede_2pct")
+        _, fast = play("erratic", seed, buyer="script_concede_5pct")
+        a = [p for _, kind, p in slow if kind == "counter"]
+        b = [p for _, kind, p in fast if kind == "counter"]
+        n = min(len(a), len(b))
+        assert n >= 2 and a[:n] == b[:n]
+        for rounds in (slow, fast):
+            walks = [i for i, (_, kind, _) in enumerate(rounds) if kind == "walk_away"]
+            assert all(i >= 8 for i in walks)  # the bilateral preset's round limit is 8
