@@ -598,16 +598,6 @@ def _newton(k, wf, rec, base_offer):
     return o
 
 
-def _lines_at(at: np.ndarray, fits: Consistent, d, base_offer, base_ask, prev, cap: float):
-    """_lines where ``at`` (the sets on its last axis, the bases broadcast to its shape)
-    holds, nan elsewhere: each line depends on its own set and bases only."""
-    out = np.full(at.shape, np.nan)
-    which = np.broadcast_to(np.arange(len(fits)), at.shape)[at]
-    b_off, b_ask, p = (np.broadcast_to(a, at.shape)[at] for a in (base_offer, base_ask, prev))
-    out[at] = _lines(fits.take(which), d[which], b_off, b_ask, p, cap)
-    return out
-
-
 def _next_bases(h: History, fits: Consistent):
     """Per consistent set, the tit-for-tat bases of the next offer (the buyer's best and the
     counter its window back, or all there are) and that window."""
@@ -793,15 +783,7 @@ def ahead_offer(
     k = patience + 1  # the final offer, at each set's own line
     d = np.minimum(fits.window, k - 1)
     last = counters[-1]
-    # Only the paths on which no earlier offer was taken or over its counter reach it:
-    # about half (the others' prices are set on the way back).
-    reach = np.ones(last.shape, dtype=bool)
-    for i in range(steps):
-        reach &= ~(offers[n + i] >= asks[i])
-        if i:
-            reach &= ~(offers[n + i] > counters[n + i - 1] - 0.005)
-    bases = _back(offers, k, d), _back(counters, k, d)
-    lines = _lines_at(reach, fits, d, *bases, last, float(h.counters[-1]))
+    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last, float(h.counters[-1]))
     price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
     for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
         o = offers[n + i]

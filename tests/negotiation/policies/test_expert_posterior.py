@@ -443,21 +443,6 @@ def test_newton_only_where_the_ask_is_not_flat_changes_no_line():
     assert flat > 0 and inside > 0  # both branches are taken
 
 
-def test_lines_on_the_paths_that_reach_them_are_those_of_every_path():
-    """ahead_offer solves the final offer's lines only on the paths that reach it
-    (_lines_at): there they are the lines of every path, bit for bit, and nan elsewhere."""
-    h, anchor, floors, T = _expert_threads()[0]
-    fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
-    d, base_offer, base_ask = posterior._next_bases(h, fits)
-    raises = np.array([1.0, 1.02, 1.05, 1.1])[:, None]
-    args = (fits, d, base_offer * raises, base_ask * raises**-0.3, h.counters[-1], h.counters[-1])
-    every = posterior._lines(*args)
-    at = np.random.default_rng(3).random(every.shape) < 0.5
-    some = posterior._lines_at(at, *args)
-    np.testing.assert_array_equal(some[at], every[at])
-    assert np.isnan(some[~at]).all() and not np.isnan(every[at]).all()
-
-
 def test_carried_sets_explain_every_counter_and_resume_alike():
     """The sets carried from decision to decision (thread_fits) each reproduce every counter
     of the thread within COUNTER_TOL, and a buyer that starts mid-thread (nothing carried)
