@@ -573,29 +573,17 @@ def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.nd
     k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
     wf = w * floor
     flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
-    low, high = flat_low <= base_offer, flat_high >= base_offer * band
-    meet = np.where(low, flat_low, np.where(high, flat_high, 0.0))
-    inside = ~(low | high)  # Newton only where g is not flat (about a third is)
-    if inside.any():
-        meet[inside] = _newton(
-            *(np.broadcast_to(a, meet.shape)[inside] for a in (k, wf, rec, base_offer))
-        )
+    o = base_offer * np.ones_like(flat_low)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(NEWTON):
+            t = k * (o / base_offer) ** -rec
+            o = o - (o - wf - t) / (1.0 + rec * t / o)
+    meet = np.where(
+        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
+    )
     line = np.maximum(floor, np.minimum(prev, meet))
     took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
     return np.where(took, line, np.nan)
-
-
-def _newton(k, wf, rec, base_offer):
-    """The offer o >= base_offer where o = wf + k (o / base_offer) ** -rec (see _lines), by
-    NEWTON steps from the base; the first step's power is 1 (o is the base)."""
-    o = base_offer
-    t = k
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for step in range(NEWTON):
-            if step:
-                t = k * (o / base_offer) ** -rec
-            o = o - (o - wf - t) / (1.0 + rec * t / o)
-    return o
 
 
 def _next_bases(h: History, fits: Consistent):

@@ -96,26 +96,3 @@ def lines(fits, d, base_offer, base_ask, prev, cap: float, steps: int = 60) -> n
         hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
     took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
     return np.where(took, hi, np.nan)
-
-
-def newton_lines(fits, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
-    """posterior._lines with Newton's method run on every set, flat ask or not (the
-    form before it ran only where the ask is not flat): its bits are the reference."""
-    from negotiation.policies.expert.posterior import NEWTON, _model_ask
-
-    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
-    band = (1.0 + TFT_STEP_CAP) ** d
-    k = (1.0 - w) * base_ask
-    wf = w * floor
-    flat_low, flat_high = wf + k, wf + k * band**-rec
-    o = base_offer * np.ones_like(flat_low)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(NEWTON):
-            t = k * (o / base_offer) ** -rec
-            o = o - (o - wf - t) / (1.0 + rec * t / o)
-    meet = np.where(
-        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
-    )
-    line = np.maximum(floor, np.minimum(prev, meet))
-    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
-    return np.where(took, line, np.nan)

@@ -419,30 +419,6 @@ def test_the_closed_form_lines_equal_the_bisection():
     assert checked > 1000
 
 
-def test_newton_only_where_the_ask_is_not_flat_changes_no_line():
-    """_lines runs Newton's method only on the sets whose ask is not flat at the offer: the
-    lines, for one candidate and for many broadcast at once, are those of Newton run on
-    every set (posterior_reference.newton_lines), bit for bit."""
-    flat = inside = 0
-    for h, anchor, floors, T in _expert_threads():
-        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
-        d, base_offer, base_ask = posterior._next_bases(h, fits)
-        raises = np.array([1.0, 1.01, 1.03, 1.08, 1.2])[:, None]
-        for bases in ((base_offer, base_ask), (base_offer * raises, base_ask * raises**-0.5)):
-            for cap in (h.counters[-1], 0.9 * h.counters[-1]):
-                args = (fits, d, *bases, h.counters[-1], cap)
-                np.testing.assert_array_equal(
-                    posterior._lines(*args), posterior_reference.newton_lines(*args)
-                )
-        band = 1.0 + posterior.TFT_STEP_CAP
-        k = (1.0 - fits.weight) * base_ask
-        low = fits.weight * fits.floor + k <= base_offer
-        high = fits.weight * fits.floor + k * (band**d) ** -fits.reciprocity >= base_offer * band**d
-        flat += (low | high).sum()
-        inside += (~(low | high)).sum()
-    assert flat > 0 and inside > 0  # both branches are taken
-
-
 def test_carried_sets_explain_every_counter_and_resume_alike():
     """The sets carried from decision to decision (thread_fits) each reproduce every counter
     of the thread within COUNTER_TOL, and a buyer that starts mid-thread (nothing carried)
