@@ -384,6 +384,33 @@ def test_the_consistent_sets_are_those_of_one_row_per_set(monkeypatch):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
 
 
+def test_residuals_equal_one_row_per_set_on_and_off_the_box():
+    """_residuals projects every column onto the box and keeps the off ones, and refits in
+    place: on the coarse lattice of the expert's own threads (cells refitted, off the box
+    and inside it), all at once and one at a time, the floors, weights and residuals are
+    the reference's, bit for bit."""
+    grid = np.arange(posterior.COARSE) * posterior.FINE
+    i, j = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
+    rec, beta = np.exp(posterior.R0 + i * posterior.SR), np.exp(posterior.B0 + j * posterior.SB)
+    off = inside = 0
+    for h, anchor, floors, T in _expert_threads():
+        box = Floors(floors.least, min(anchor, floors.most))
+        for d in posterior.WINDOWS:
+            fast = posterior._residuals(h, anchor, T, box, d, rec, beta)
+            slow = posterior_reference.residuals(h, anchor, T, box, d, rec, beta)
+            for a, b in zip(fast, slow, strict=True):
+                np.testing.assert_array_equal(a, b)
+            for k in range(0, len(rec), 97):  # alone, a cell may need no refit, or no box
+                one = posterior._residuals(h, anchor, T, box, d, rec[k : k + 1], beta[k : k + 1])
+                for a, b in zip(one, slow, strict=True):
+                    np.testing.assert_array_equal(a, b[k : k + 1])
+            floor, w = fast[0], fast[1]
+            edge = (w == posterior.W_MIN) | (w == 1.0) | (floor == box.least)
+            off += edge.sum()
+            inside += (~edge & np.isfinite(fast[2])).sum()
+    assert off > 0 and inside > 0
+
+
 def test_the_highest_line_is_the_highest_of_all_lines():
     """highest_accepted_next drops sets on the way, and still gives the highest of every
     set's line, or nan where one set accepts nothing under the cap."""
