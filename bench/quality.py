@@ -1,6 +1,8 @@
 """Negotiation quality: how well each buyer bargains, per preset, against the oracle.
 
-For every preset and buyer (the expert, the scripted buyers, always_accept, random, the
+For every preset and buyer (the expert, the scripted buyers, the field's negotiators as
+buyers where negmas is installed (``negmas_*``, policies/field_buyer.py: negmas's
+time-based and tit-for-tat negotiators and four ANAC agents), always_accept, random, the
 measurement-only ``oracle``, which reads hidden state, and ``oracle_safe_open``, the same
 oracle never opening under the expert's safe bilateral line, which bounds what a buyer
 that cannot tell the persona before its first offer and keeps every deal can reach) it
@@ -20,7 +22,10 @@ mean with its 95 % percentile bootstrap interval (negotiation/stats.py).
 buyer_share and rounds_per_deal are averaged over the episodes that made at least one
 deal (an episode without a contract has no share to speak of; n says how many). "/oracle"
 is the row's buyer_share (bilateral presets) or score (arena presets) over the oracle's;
-"*" marks the best scripted buyer in each column.
+"*" marks the best scripted buyer in each column, "+" the best negmas_* buyer. For the
+field and held-out families a line under each table gives each buyer's loss rate over the
+seeds where some buyer of the run closed a deal: the base persona's floor says a deal is
+possible where a field seller may never come down to the ceiling in its horizon.
 
 Supplier families (``--families``; tables per family and preset):
 
