@@ -1,6 +1,8 @@
 """Negotiation quality: how well each buyer bargains, per preset, against the oracle.
 
-For every preset and buyer (the expert, the scripted buyers, always_accept, random, the
+For every preset and buyer (the expert, the scripted buyers, the field's negotiators as
+buyers where negmas is installed (``negmas_*``, policies/field_buyer.py: negmas's
+time-based and tit-for-tat negotiators and four ANAC agents), always_accept, random, the
 measurement-only ``oracle``, which reads hidden state, and ``oracle_safe_open``, the same
 oracle never opening under the expert's safe bilateral line, which bounds what a buyer
 that cannot tell the persona before its first offer and keeps every deal can reach) it
@@ -20,7 +22,10 @@ mean with its 95 % percentile bootstrap interval (negotiation/stats.py).
 buyer_share and rounds_per_deal are averaged over the episodes that made at least one
 deal (an episode without a contract has no share to speak of; n says how many). "/oracle"
 is the row's buyer_share (bilateral presets) or score (arena presets) over the oracle's;
-"*" marks the best scripted buyer in each column.
+"*" marks the best scripted buyer in each column, "+" the best negmas_* buyer. For the
+field and held-out families a line under each table gives each buyer's loss rate over the
+seeds where some buyer of the run closed a deal: the base persona's floor says a deal is
+possible where a field seller may never come down to the ceiling in its horizon.
 
 Supplier families (``--families``; tables per family and preset):
 
@@ -75,6 +80,7 @@ from negotiation import (
 )
 from negotiation.config import PERSONAS
 from negotiation.policies.base import Policy
+from negotiation.policies.field_buyer import available_field_buyers, make_field_buyer
 from negotiation.policies.oracle import OraclePolicy, SafeOpenOraclePolicy
 from negotiation.stats import MeanCI, bootstrap_mean_ci
 from negotiation.suppliers import heldout
@@ -95,7 +101,11 @@ ORACLE = "oracle"
 SAFE_ORACLE = "oracle_safe_open"  # the oracle held to the expert's safe bilateral opening
 ORACLES = (ORACLE, SAFE_ORACLE)
 SCRIPTS = tuple(p for p in list_policies() if p.startswith("script_"))
-POLICIES = ("expert", *SCRIPTS, "always_accept", "random", *ORACLES)
+# negmas's and the Genius agents' negotiators as buyers (policies/field_buyer.py): the
+# field's own reference buyers, where the optional packages are installed.
+FIELD_BUYERS = tuple(available_field_buyers())
+REFERENCES = (*SCRIPTS, *FIELD_BUYERS)  # the buyers the expert is measured against
+POLICIES = ("expert", *SCRIPTS, *FIELD_BUYERS, "always_accept", "random", *ORACLES)
 # metric -> True when higher is better
 METRICS = {
     "buyer_share": True,
@@ -159,6 +169,8 @@ def make_buyer(name: str, seed: int) -> Policy:
     registered policy."""
     if name in ORACLES:
         return oracle_class(name)(seed=seed)
+    if name in FIELD_BUYERS:
+        return make_field_buyer(name, seed=seed)
     return get_policy(name, seed=seed)
 
 
@@ -211,7 +223,26 @@ def summarise(
     out["failed"] = len(rows) - len(ok)
     out["errors"] = sorted({r["error"] for r in rows if "error" in r})
     out["invalid_actions"] = sum(r["invalid_actions"] for r in ok)
+    closable = [r["closable_lost"] for r in ok if r.get("closable_lost") is not None]
+    out["closable"] = bootstrap_mean_ci(closable).to_dict() if closable else None
     return family, preset, name, out
+
+
+def mark_closable(done: list[tuple[str, str, str, int, dict[str, Any]]]) -> None:
+    """Where a deal was possible by the seller's floor, whether some buyer of the run
+    closed one on that seed, and, if so, whether this one lost it (``closable_lost``).
+    A field seller's floor is its base persona's, not the line it really accepts within
+    its horizon (HardHeaded never comes down to the ceiling), so for the field family
+    "lost" counts seeds no buyer could close; this counts only the demonstrably closable."""
+    closed = {(f, pr, seed) for f, pr, _n, seed, row in done if row.get("buyer_share") is not None}
+    for f, pr, _n, seed, row in done:
+        if row.get("lost") is not None and (f, pr, seed) in closed:
+            row["closable_lost"] = row["lost"]
+
+
+def floor_describes(family: str) -> bool:
+    """Families whose sellers the floor describes (rule, mixed): "lost" says it all."""
+    return family in ("rule", "mixed")
 
 
 def _fmt(ci: MeanCI) -> str:
@@ -233,17 +264,29 @@ def report(
     key = "buyer_share" if bilateral else "score"
     oracle = cells.get(ORACLE, {}).get(key)
     best: dict[str, str] = {}
+    best_field: dict[str, str] = {}
     for metric, higher in METRICS.items():
-        scored = [(c[metric].mean, n) for n, c in cells.items() if n in SCRIPTS and c[metric].n]
-        if scored:
-            best[metric] = (max if higher else min)(scored)[1]
+        for group, into in ((SCRIPTS, best), (FIELD_BUYERS, best_field)):
+            scored = [(c[metric].mean, n) for n, c in cells.items() if n in group and c[metric].n]
+            if scored:
+                into[metric] = (max if higher else min)(scored)[1]
     mode = "bilateral" if bilateral else "arena"
     print(f"\n## {family} / {preset} ({mode}; /oracle is {key})")
     head = "".join(f" {m:>23s}" for m in METRICS)
     print(f"{'buyer':22s}{head} {'/oracle':>8s} {'n.deal':>6s}")
-    out: dict[str, Any] = {"mode": mode, "ratio_metric": key, "policies": {}, "best_script": best}
+    out: dict[str, Any] = {
+        "mode": mode,
+        "ratio_metric": key,
+        "policies": {},
+        "best_script": best,
+        "best_field_buyer": best_field,
+    }
+
+    def mark(m: str, name: str) -> str:
+        return "*" if best.get(m) == name else "+" if best_field.get(m) == name else " "
+
     for name, c in cells.items():
-        line = "".join(f" {_fmt(c[m])}{'*' if best.get(m) == name else ' '}" for m in METRICS)
+        line = "".join(f" {_fmt(c[m])}{mark(m, name)}" for m in METRICS)
         ratio = _ratio(c[key], oracle)
         rtxt = f"{ratio:8.3f}" if ratio is not None else f"{'n/a':>8s}"
         print(f"{name:22s}{line}{rtxt} {c['buyer_share'].n:6d}")
@@ -254,9 +297,16 @@ def report(
             "errors": c["errors"],
             "invalid_actions": c["invalid_actions"],
             "vs_oracle": ratio,
+            "closable": c.get("closable"),
         }
     expert = _ratio(cells.get("expert", {}).get(key), oracle)
     out["expert_vs_oracle"] = expert
+    lost = [(n, c["closable"]) for n, c in cells.items() if c.get("closable")]
+    if lost and not floor_describes(family):
+        print(
+            "lost where some buyer of this run closed a deal on the seed: "
+            + ", ".join(f"{n} {cl['mean']:.3f} (n {cl['n']})" for n, cl in lost)
+        )
     out["summary"] = summary_row(key, cells)
     print(
         f"expert/oracle {key}: "
@@ -271,20 +321,24 @@ def report(
 
 
 def summary_row(key: str, cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """expert/oracle on ``key``, the expert's and the oracle's deal rates, and the scripts
-    whose mean score or buyer share beats the expert's."""
+    """expert/oracle on ``key``, the expert's and the oracle's deal rates, and the reference
+    buyers (scripts, field buyers) whose mean score, buyer share or surplus beats the
+    expert's."""
 
     def mean(name: str, metric: str) -> float | None:
         ci = cells.get(name, {}).get(metric)
         return None if ci is None or ci.n == 0 else ci.mean
 
     beats: dict[str, list[str]] = {}
-    for metric in ("score", "buyer_share"):
+    for metric in ("score", "buyer_share", "surplus"):
         ref = mean("expert", metric)
         beats[metric] = [
             n
             for n in cells
-            if n in SCRIPTS and ref is not None and (v := mean(n, metric)) is not None and v > ref
+            if n in REFERENCES
+            and ref is not None
+            and (v := mean(n, metric)) is not None
+            and v > ref
         ]
     expert = cells.get("expert", {}).get(key)
     oracle = cells.get(ORACLE, {}).get(key)
@@ -308,13 +362,14 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
     def num(x: float | None, width: int) -> str:
         return f"{'n/a':>{width}s}" if x is None else f"{x:{width}.3f}"
 
-    print("\n# Summary: expert vs oracle, and the scripts that beat the expert (by mean)")
+    print("\n# Summary: expert vs oracle, and the reference buyers (scripts, negmas_*) that beat")
+    print("# the expert (by mean)")
     print("# exp/safe: expert over the oracle held to the expert's safe opening (bilateral);")
     print("# safe/orc: that oracle over the free one, the most exp/orc a buyer that reads only")
     print("# the observation and keeps every deal can reach; (deal rate) after a script's name")
     print(
         f"{'family':7s} {'preset':32s} {'metric':11s} {'exp/orc':>7s} {'exp/safe':>8s} "
-        f"{'safe/orc':>8s} {'exp.deal':>8s} {'orc.deal':>8s}  scripts beating the expert"
+        f"{'safe/orc':>8s} {'exp.deal':>8s} {'orc.deal':>8s}  references beating the expert"
     )
     for family, presets in figures.items():
         for preset, fig in presets.items():
@@ -324,7 +379,8 @@ def print_summary(figures: dict[str, dict[str, dict[str, Any]]]) -> None:
             share = [f"{n} ({num(deal[n], 0)})" for n in beats["buyer_share"]]
             who = (
                 f"score: {', '.join(beats['score']) or 'none'}; "
-                f"buyer_share: {', '.join(share) or 'none'}"
+                f"buyer_share: {', '.join(share) or 'none'}; "
+                f"surplus: {', '.join(beats['surplus']) or 'none'}"
             )
             print(
                 f"{family:7s} {preset:32s} {sm['ratio_metric']:11s} "
@@ -373,8 +429,10 @@ def main() -> None:
             ap.error(f"unknown preset '{p}'; use one of {', '.join(rule_presets)}")
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
-        if p not in ORACLES and p not in list_policies():
+        if p not in ORACLES and p not in FIELD_BUYERS and p not in list_policies():
             ap.error(f"unknown policy '{p}'")
+    if not FIELD_BUYERS:
+        print("note: no negmas_* buyers: the optional negmas packages are missing")
     strategies, why_not = field_strategies()
     if args.families is None:
         families = ["rule", "mixed"] + (["field"] if strategies else [])
@@ -447,6 +505,7 @@ def main() -> None:
         played = pool.imap_unordered(play, tasks, chunksize=chunk)
         progress = tqdm(played, total=len(tasks), desc="episodes", file=sys.stderr, miniters=50)
         done = sorted(progress, key=lambda t: t[:4])
+        mark_closable(done)
         for family, preset, name, _seed, row in done:
             rows[(family, preset, name)].append(row)
         cells = [

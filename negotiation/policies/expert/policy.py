@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from ...observation import Observation
 from ...suppliers.concession import STALL_MOVE, TFT_STEP_CAP
 from ..base import Policy, Why, text
-from . import acting, safe
+from . import acting, over_cap, safe
 from .beliefs import (
     CLAIM_MARGIN,
     LOWEST_FLOOR_COST,
@@ -207,6 +207,10 @@ class ExpertPolicy(Policy):
         def step() -> str:
             return f"offer {th.offers + 1} of {T}, counter {th.counter_price:.2f}"
 
+        if over_cap.echoed(th.counter_price, th.rounds[-1].buyer_offer, cap):
+            # The seller countered at or under the buyer's own offer (over_cap.py).
+            return acting.award(s.id, r.id, qty), f"{step()}: at or under its last offer, take it"
+
         if th.offers < T and th.counter_price <= cap:
             # A seller outside the documented model (fit.py): the model-free move (safe.py).
             listed = s.list_prices[r.id]
@@ -237,7 +241,7 @@ class ExpertPolicy(Policy):
 
             return acting.negotiate(s.id, r.id, min(cap, price)), creep
         if th.offers == T - 1:
-            price, why = self.last_offer(obs, s, r, th)
+            price, why = self.last_offer(obs, s, r, th, cap)
             move = acting.negotiate(s.id, r.id, min(cap, price))
             return move, lambda: _capped(f"{step()} (its patience): {text(why)}", price, cap)
         closing = self._closing(obs, s, r, th)
@@ -267,7 +271,7 @@ class ExpertPolicy(Policy):
         why = f"final offer {final:.2f} under counter {counter:.2f}: {source}"
         return acting.negotiate(s.id, r.id, final), why
 
-    def last_offer(self, obs: Observation, s, r, th) -> tuple[float, Why]:
+    def last_offer(self, obs: Observation, s, r, th, cap: float | None = None) -> tuple[float, Why]:
         """The offer at the seller's patience (offer T), where its time-dependent ask sits at
         its floor and a refused offer is still countered. With a posterior, the offer with
         the lowest expected price over its consistent sets (posterior.patience_offer): closing
@@ -276,8 +280,8 @@ class ExpertPolicy(Policy):
         counter, never under the lowest floor any seller can have at this cost: against a
         seller that mirrors concessions no single offer pays less, and against one that
         concedes on the clock alone no higher offer does (an offer is accepted only at or
-        above its next ask, which is otherwise the counter the buyer then awards). With
-        why, in words."""
+        above its next ask, which is otherwise the counter the buyer then awards); with
+        ``cap`` and no posterior, over_cap.patience_offer first. With why, in words."""
         top = round(th.counter_price - 0.01, 2)
         last = th.rounds[-1].buyer_offer or 0.0
         halfway = max(self.next_offer(th), ceil_cents((last + th.counter_price) / 2.0))
@@ -293,6 +297,11 @@ class ExpertPolicy(Policy):
             return patience_offer(h, anchor, obs.max_rounds or 1, floors, [halfway, *grid])
 
         planned = self._from_posterior("patience", obs, s, r, th, plan)
+        near = None
+        if planned is None and cap is not None:
+            near = over_cap.patience_offer(history(th).counters, last, cap)
+        if near is not None:
+            return near, lambda: f"{near:.2f}, near its cap: its clock will not reach it in time"
         if planned is None:
             return (
                 halfway,
