@@ -201,13 +201,7 @@ def play(task: tuple[str, str, str, int]) -> tuple[str, str, str, int, dict[str,
     for k in PER_DEAL:
         row[k] = row[k] if dealt else None
     row["invalid_actions"] = int(m["invalid_actions"])
-    # A deal was possible where the lowest price the seller ever takes is under the ceiling.
-    r = env.world.requirements[0]
-    hid = env.world.th_hidden.get((env.world.suppliers[0].id, r.id))
-    if hid is None:
-        hid = env.world.hidden_thread_now(env.world.suppliers[0].id, r)
-    line = heldout.walk_line(family, hid) if family in HELD_OUT else hid.floor
-    possible = len(env.world.requirements) == 1 and line <= r.ceiling_unit_price
+    possible = _deal_possible(env, family)
     row["surplus"] = (row["buyer_share"] or 0.0) if possible else None
     row["lost"] = float(not dealt) if possible else None
     return family, preset, name, seed, row
@@ -238,6 +232,19 @@ def mark_closable(done: list[tuple[str, str, str, int, dict[str, Any]]]) -> None
     for f, pr, _n, seed, row in done:
         if row.get("lost") is not None and (f, pr, seed) in closed:
             row["closable_lost"] = row["lost"]
+
+
+def _deal_possible(env: ProcurementEnv, family: str) -> bool:
+    """A bilateral game (one seller, one requirement) where the lowest price the seller
+    ever takes is under the ceiling. Arena presets have no single seller to ask: in
+    them the first supplier need not even sell the first requirement's category."""
+    world = env.world
+    if len(world.requirements) != 1 or len(world.suppliers) != 1:
+        return False
+    r, seller = world.requirements[0], world.suppliers[0]
+    hid = world.th_hidden.get((seller.id, r.id)) or world.hidden_thread_now(seller.id, r)
+    line = heldout.walk_line(family, hid) if family in HELD_OUT else hid.floor
+    return line <= r.ceiling_unit_price
 
 
 def floor_describes(family: str) -> bool:
