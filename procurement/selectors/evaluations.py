@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from negotiation.config import FIELD_PERSONAS, PERSONAS, ScenarioConfig, field_persona_error
 from negotiation.evaluation import REFUSED_POLICIES, Outcome
@@ -90,6 +90,20 @@ CSV_COLUMNS = (
 def outcome_row(outcome: Outcome) -> list[Any]:
     """One episode as stored on its evaluation (OUTCOME_FIELDS, in order)."""
     return [getattr(outcome, name) for name in OUTCOME_FIELDS]
+
+
+def sealed_evaluation_holding(*, scenario: str, seed: int) -> Evaluation | None:
+    """The first sealed evaluation (any status) whose scenarios and seed range include
+    ``seed`` on ``scenario``: its worlds are held out, so a person may not choose them."""
+    candidates = (
+        Evaluation.objects.filter(sealed=True, seed_start__lte=seed)
+        .alias(seed_end=F("seed_start") + F("seeds"))
+        .filter(seed_end__gt=seed)
+        .order_by("pk")
+        .only("pk", "scenarios")
+    )
+    # JSON containment is not portable across databases: the (few) rows are read here.
+    return next((e for e in candidates if scenario in (e.scenarios or [])), None)
 
 
 def evaluation_buyer_names() -> list[str]:
