@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from queue import SimpleQueue
 from typing import Any
 
 from ..config import ScenarioConfig
@@ -38,14 +39,21 @@ def run_episodes_concurrently(
     max_batch: int = 256,
     max_wait_s: float = 5.0,
     return_exceptions: bool = False,
+    on_done: Callable[[int, Any, Participant], None] | None = None,
 ) -> list[Any]:
     """Play ``jobs`` (scenario, policy_factory(backend) -> Policy, seed) in threads.
 
     Returns one EpisodeResult per job, in order. A failing episode fails alone: the
     others finish, then its exception is raised (or, with ``return_exceptions``, put in
     its place). ``on_step(job_index, record)`` is called under a lock, one at a time.
-    ``max_workers`` bounds the threads (default: one per job); a worker's participant
-    stays in the batch across the jobs it plays, so a queued job never stalls a batch.
+    ``max_workers`` bounds the threads (default: one per job); a worker joins the next
+    job's participant before the finished one's leaves, so the batch keeps its size and
+    a queued job never stalls it, and each job's participant counts its calls alone.
+
+    ``on_done(job_index, result, participant)`` is called in the calling thread as each
+    episode ends (result: an EpisodeResult or the exception; participant: the one that
+    played it, left, its ``stats`` that episode's alone). If it raises, no further job
+    starts, the episodes playing finish, and its exception propagates (a cancel).
     """
     if not jobs:
         return []
@@ -57,6 +65,9 @@ def run_episodes_concurrently(
     queue = deque(enumerate(jobs))
     queue_lock, step_lock = threading.Lock(), threading.Lock()
     results: list[Any] = [None] * len(jobs)
+    played_by: list[Participant | None] = [None] * len(jobs)
+    ended: SimpleQueue[int | None] = SimpleQueue()  # job indexes as they end; None: a worker
+    stop = threading.Event()
 
     def play(index: int, job: Job, participant: Participant) -> EpisodeResult:
         scenario, policy_factory, seed = job
@@ -76,17 +87,28 @@ def run_episodes_concurrently(
             llm_backend=participant,
         )
 
+    def take() -> tuple[int, Job] | None:
+        with queue_lock:
+            return None if stop.is_set() or not queue else queue.popleft()
+
     def worker(participant: Participant) -> None:
-        with participant:
-            while True:
-                with queue_lock:
-                    if not queue:
-                        return
-                    index, job = queue.popleft()
+        try:
+            item = take()
+            while item is not None:
+                index, job = item
                 try:
                     results[index] = play(index, job, participant)
                 except Exception as exc:
                     results[index] = exc
+                item = take()
+                ended_with, played_by[index] = participant, participant
+                if item is not None:
+                    participant = batcher.join()  # before the old one leaves: same size
+                ended_with.leave()
+                ended.put(index)
+        finally:
+            participant.leave()
+            ended.put(None)
 
     n_workers = min(len(jobs), max_workers or len(jobs))
     # Join before any thread starts, so the first batch waits for every episode.
@@ -97,8 +119,20 @@ def run_episodes_concurrently(
     ]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        running = n_workers
+        while running:
+            index = ended.get()
+            if index is None:
+                running -= 1
+            elif on_done is not None:
+                on_done(index, results[index], played_by[index])
+    except BaseException:
+        stop.set()  # no job starts; those playing finish
+        raise
+    finally:
+        for t in threads:
+            t.join()
     if not return_exceptions:
         for r in results:
             if isinstance(r, BaseException):

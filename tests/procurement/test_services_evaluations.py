@@ -3,6 +3,7 @@ plays (the gpu queue for language models), the run's life cycle, cancel, restart
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -86,21 +87,40 @@ def _sent_messages(queue: str) -> list[dict]:
         return out
 
 
+def _lane(message: dict) -> str:
+    body = message["body"]
+    if (message.get("properties") or {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    return json.loads(body)[0][1]
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("params", "queue"),
+    ("params", "queue", "lanes"),
     [
-        ({"policies": "expert,always_accept", "suppliers": "scenario,hardball"}, "cpu"),
-        ({"policies": "expert", "suppliers": "hardball,llm:{model}"}, "gpu"),
-        ({"policies": "expert,llm-tiny", "suppliers": "hardball"}, "gpu"),
-        ({"policies": "expert", "scenarios": "llm_bilateral"}, "gpu"),
+        (
+            {"policies": "expert,always_accept", "suppliers": "scenario,hardball"},
+            "cpu",
+            {"cpu": ["rule"], "gpu": []},
+        ),
+        (
+            {"policies": "expert", "suppliers": "hardball,llm:{model}"},
+            "gpu",
+            {"cpu": ["rule"], "gpu": ["llm"]},
+        ),
+        (
+            {"policies": "expert,llm-tiny", "suppliers": "hardball"},
+            "gpu",
+            {"cpu": ["rule"], "gpu": ["llm"]},
+        ),
+        ({"policies": "expert", "scenarios": "llm_bilateral"}, "gpu", {"cpu": [], "gpu": ["llm"]}),
     ],
 )
-def test_celery_gets_llm_evaluations_on_the_gpu_queue(
-    db, model_folder, params, queue, django_capture_on_commit_callbacks
+def test_celery_gets_each_lane_on_its_queue(
+    db, model_folder, params, queue, lanes, django_capture_on_commit_callbacks
 ) -> None:
-    """The real producer sends the task (to an in-memory broker): the message waits in
-    the queue the evaluation's plays decide."""
+    """The real producer sends the tasks (to an in-memory broker): a mixed evaluation's
+    rule episodes wait on cpu and its model episodes on gpu, one message per lane."""
     PolicyConfig.objects.create(
         name="llm-tiny", policy="llm", backend="transformers", model=str(model_folder)
     )
@@ -111,12 +131,15 @@ def test_celery_gets_llm_evaluations_on_the_gpu_queue(
         with override_settings(TASK_RUNNER="celery", CELERY_BROKER_URL="memory://"):
             with django_capture_on_commit_callbacks(execute=True):
                 evaluation = svc.start_evaluation(**params, seeds=2)
-            sent = _sent_messages(queue)
-            other = _sent_messages("gpu" if queue == "cpu" else "cpu")
+            sent = {q: _sent_messages(q) for q in ("cpu", "gpu")}
     finally:
         dispatch.producer.cache_clear()
     assert evaluation.queue == queue and evaluation.status == EvaluationStatus.QUEUED
-    assert [run_ref(m) for m in sent] == [("evaluation", evaluation.pk)] and other == []
+    assert {q: [_lane(m) for m in sent[q]] for q in sent} == lanes
+    assert {run_ref(m) for q in sent for m in sent[q]} == {("evaluation", evaluation.pk)}
+    parts = {p.lane: (p.queue, p.episodes) for p in evaluation.parts.all()}
+    assert sum(n for _, n in parts.values()) == evaluation.episodes
+    assert parts.get("llm", (None, 0))[1] == evaluation.llm_episodes
 
 
 @pytest.mark.django_db
