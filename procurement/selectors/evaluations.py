@@ -157,10 +157,22 @@ def evaluation_payload(evaluation: Evaluation) -> dict[str, Any]:
         "done_episodes": evaluation.done_episodes,
         "progress": evaluation.progress,
         "current_cell": evaluation.current_cell,
+        "lanes": evaluation_lanes(evaluation),
         "error": evaluation.error,
         "started_at": evaluation.started_at.isoformat() if evaluation.started_at else None,
         "finished_at": evaluation.finished_at.isoformat() if evaluation.finished_at else None,
     }
+
+
+LANE_NAMES = {"rule": "rule episodes", "llm": "model episodes"}
+
+
+def evaluation_lanes(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress."""
+    parts = evaluation.parts.order_by("-lane").values(
+        "lane", "queue", "status", "done_episodes", "episodes"
+    )
+    return [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
 
 
 def evaluation_snapshot(*, evaluation_id: int) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from django.test import override_settings
 from negotiation.evaluation import evaluate
 from procurement import dispatch
 from procurement.models import Evaluation, EvaluationPart, EvaluationPiece, PolicyConfig
+from procurement.selectors.evaluations import evaluation_payload
 from procurement.services import evaluations as svc
 from procurement.services import live
 from tests.workers.helpers import seeded
@@ -87,6 +88,9 @@ def test_rule_episodes_play_while_the_model_lane_is_busy_and_the_run_seals_once(
     assert (evaluation.status, evaluation.done_episodes) == ("running", 12)  # not sealed yet
     assert _lane(evaluation, "llm").status == "queued"  # behind the model lane's hold
     assert EvaluationPiece.objects.filter(evaluation=evaluation, lane="rule").exists()
+    lanes = {lane["lane"]: lane for lane in evaluation_payload(evaluation)["lanes"]}
+    assert (lanes["rule"]["done_episodes"], lanes["rule"]["status"]) == (12, "finished")
+    assert (lanes["llm"]["queue"], lanes["llm"]["episodes"]) == ("gpu", 6)
     print(f"\nrule lane: 12 episodes done {took:.2f} s after the start, model lane held")
     gate.set()
     assert one_model_thread.join(timeout=300)
