@@ -420,6 +420,7 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
             )
             tracker.flush()  # the last outcomes stored, whatever the engine last told
     except _Cancelled:
+        _drop_pieces_if_over(evaluation_id)
         return False
     except Exception as exc:
         if is_infrastructure_error(exc):
@@ -427,11 +428,20 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
             raise  # the task retries; the lane goes on from what it stored
         log.exception("evaluation %s (%s lane) failed", evaluation_id, part.lane)
         _close(evaluation, status=EvaluationStatus.FAILED, error=describe(exc))
+        _drop_pieces_if_over(evaluation_id)
         return False
     EvaluationPart.objects.filter(pk=part.pk).update(
         status=EvaluationStatus.FINISHED, heartbeat_at=timezone.now()
     )
     return True
+
+
+def _drop_pieces_if_over(evaluation_id: int) -> None:
+    """A cancelled or failed run is never resumed: what its lanes stored goes."""
+    EvaluationPiece.objects.filter(
+        evaluation_id=evaluation_id,
+        evaluation__status__in=[EvaluationStatus.CANCELLED, EvaluationStatus.FAILED],
+    ).delete()
 
 
 def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:

@@ -19,6 +19,7 @@ from procurement.models import Evaluation, EvaluationPart, EvaluationPiece, Poli
 from procurement.selectors.evaluations import evaluation_payload
 from procurement.services import evaluations as svc
 from procurement.services import live
+from tests.workers.fault_stack import Stack, wait_until
 from tests.workers.helpers import seeded
 from workers import tasks  # noqa: F401 - registers the run tasks the lanes look up
 from workers.celery_app import app
@@ -132,8 +133,8 @@ def test_the_model_lane_tells_each_episode_and_a_cancel_stops_it_within_one(
     steps = [n for n in told if n]
     assert steps[:5] == [1, 2, 3, 4, 5]  # one episode at a time, not a batch of 64
     # the episodes playing when it was cancelled finish; no new one starts
-    stored = sum(len(p) for p in EvaluationPiece.objects.values_list("outcomes", flat=True))
-    assert 5 <= stored < 40 and stopped.leaderboard == []
+    assert 5 <= _lane(stopped, "llm").done_episodes < 40 and stopped.leaderboard == []
+    assert not EvaluationPiece.objects.exists()  # a cancelled run keeps no pieces
 
 
 class _Killed(BaseException):
@@ -181,3 +182,58 @@ def test_a_lane_played_again_plays_only_what_it_had_not_stored(
     assert len(played) == evaluation.episodes - stored  # nothing played twice
     whole = evaluate(svc._pinned_spec(done))
     assert [svc.outcome_row(o)[:9] for o in whole.outcomes] == [r[:9] for r in done.outcomes]
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.celery_worker
+@pytest.mark.xdist_group("fault_stack")  # one private PostgreSQL (stack_pg)
+def test_through_celery_the_rule_lane_ends_on_cpu_while_the_model_lane_waits_for_gpu(
+    stack_pg, tiny_model
+) -> None:
+    """Real Celery workers and PostgreSQL: with only a cpu worker up, a mixed run's rule
+    lane plays to its end and the run waits, unsealed, for its model lane; a gpu worker
+    then plays that lane and seals the run with every episode."""
+    stack = Stack(stack_pg)
+    try:
+        stack.manage("migrate", "--noinput")
+        stack.manage("seed_presets")
+        stack.redis.start()
+        stack.worker("cpu-only", queues="cpu")
+        evaluation = stack.django(
+            "import json\n"
+            "from procurement.models import PolicyConfig\n"
+            "from procurement.services.evaluations import start_evaluation\n"
+            "PolicyConfig.objects.create(name='llm-tiny', policy='llm', backend='transformers',"
+            f" model={str(tiny_model)!r})\n"
+            "e = start_evaluation(policies='expert,always_accept,llm-tiny',"
+            " scenarios='bilateral', seeds=3)\n"
+            "print(json.dumps(e.pk))"
+        )
+
+        def lanes() -> dict[str, tuple[str, int]]:
+            rows = stack.sql(
+                "SELECT lane, status, done_episodes FROM procurement_evaluationpart"
+                " WHERE evaluation_id=%s",
+                evaluation,
+            )
+            return {lane: (status, done) for lane, status, done in rows}
+
+        wait_until(lambda: lanes()["rule"] == ("finished", 6), timeout=60, what="the rule lane")
+        time.sleep(2)  # the model lane's message waits on gpu, which no worker reads
+        assert lanes()["llm"] == ("queued", 0)
+        assert stack.status("evaluation", evaluation) == "running"
+        stack.worker("gpu-only", queues="gpu", concurrency=1)
+        wait_until(
+            lambda: stack.status("evaluation", evaluation) == "finished",
+            timeout=150,
+            what="the model lane and the seal",
+        )
+        ((rows, done),) = stack.sql(
+            "SELECT outcomes, done_episodes FROM procurement_evaluation WHERE id=%s", evaluation
+        )
+        assert done == 9 and len({tuple(r[:6]) for r in rows}) == 9
+        assert {r[3] for r in rows} == {"expert", "always_accept", "llm-tiny"}
+        assert lanes() == {"rule": ("finished", 6), "llm": ("finished", 3)}
+    finally:
+        stack.close()
