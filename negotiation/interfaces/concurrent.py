@@ -20,13 +20,36 @@ from typing import Any
 
 from ..config import ScenarioConfig
 from ..llm import resolve_backend
-from ..llm.backend import LLMBackend
+from ..llm.backend import ChatRequest, ChatResult, LLMBackend
 from ..llm.batching import BatchingBackend, Participant
 from ..policies.base import Policy
 from ..runner import EpisodeResult, StepRecord, run_episode
 
 PolicyFactory = Callable[[LLMBackend], Policy]
 Job = tuple[str | dict | ScenarioConfig, PolicyFactory, int]
+
+
+class PlayStopped(RuntimeError):
+    """The concurrent play was stopped: a call of an episode still playing is refused."""
+
+
+class _Stoppable(LLMBackend):
+    """An episode's participant that refuses calls once the play is stopped."""
+
+    name = "stoppable-participant"
+
+    def __init__(self, participant: Participant, stop: threading.Event) -> None:
+        super().__init__()
+        self.stats = participant.stats  # one count: the participant's
+        self._participant, self._stop = participant, stop
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if self._stop.is_set():
+            raise PlayStopped("the play was stopped")
+        return self._participant.generate(requests)
+
+    def forget(self, cache_key: str) -> None:
+        self._participant.forget(cache_key)
 
 
 def run_episodes_concurrently(
@@ -52,8 +75,10 @@ def run_episodes_concurrently(
 
     ``on_done(job_index, result, participant)`` is called in the calling thread as each
     episode ends (result: an EpisodeResult or the exception; participant: the one that
-    played it, left, its ``stats`` that episode's alone). If it raises, no further job
-    starts, the episodes playing finish, and its exception propagates (a cancel).
+    played it, left, its ``stats`` that episode's alone). If it raises (a cancel), no
+    further job starts, the episodes playing get no more model calls (their decisions
+    fall back, so they end within the round in flight) and are dropped, and its
+    exception propagates.
     """
     if not jobs:
         return []
@@ -78,13 +103,14 @@ def run_episodes_concurrently(
                 with step_lock:
                     on_step(index, record)
 
+        backend = _Stoppable(participant, stop)
         return run_episode(
             scenario,
-            policy_factory(participant),
+            policy_factory(backend),
             seed,
             on_step=callback,
             record_steps=record_steps,
-            llm_backend=participant,
+            llm_backend=backend,
         )
 
     def take() -> tuple[int, Job] | None:
