@@ -347,15 +347,21 @@ def _ensure_parts(evaluation: Evaluation) -> None:
         _create_parts(evaluation, _pinned_spec(evaluation))
 
 
-def _claim(evaluation_id: int, lane: str) -> EvaluationPart | None:
-    """Take a lane to play: the run starts (queued -> running) if it has not, and the
-    lane is this call's when it is queued, or running with an old heartbeat (its
-    player is gone). None when the run is over or another process plays the lane."""
+def _start(evaluation_id: int) -> None:
+    """The run starts (queued -> running) if it has not: its first lane task, or the
+    first after the reconciler queued it again."""
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.RUN_STALL_SECONDS)
     Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
         status=EvaluationStatus.RUNNING, started_at=now, heartbeat_at=now, error=""
     )
+
+
+def _claim(evaluation_id: int, lane: str) -> EvaluationPart | None:
+    """Take a lane of a running run to play: this call's when it is queued, or running
+    with an old heartbeat (its player is gone). None when the run is over or another
+    process plays the lane."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.RUN_STALL_SECONDS)
     claimable = Q(status=EvaluationStatus.QUEUED) | Q(
         Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True), status=EvaluationStatus.RUNNING
     )
@@ -384,6 +390,7 @@ def evaluation_execute(
     if evaluation.is_terminal:
         return evaluation
     _ensure_parts(evaluation)
+    _start(evaluation_id)
     lanes = [lane] if lane is not None else list(
         EvaluationPart.objects.filter(evaluation_id=evaluation_id)
         .exclude(status=EvaluationStatus.FINISHED)
@@ -524,13 +531,24 @@ def _release(part_id: int) -> None:
         log.warning("could not queue evaluation lane %s again", part_id, exc_info=True)
 
 
-def evaluation_lanes_to_resume(*, evaluation_ids: Iterable[int]) -> list[tuple[int, str, str]]:
+def evaluation_lanes_to_resume(
+    *, evaluation_ids: Iterable[int]
+) -> list[tuple[int, str | None, str]]:
     """For the reconciler, which has queued these stalled runs again: each one's lanes not
-    yet played, queued again too, as (evaluation, lane, queue) to send."""
-    parts = EvaluationPart.objects.filter(evaluation_id__in=list(evaluation_ids)).exclude(
-        status=EvaluationStatus.FINISHED
-    )
-    parts.update(status=EvaluationStatus.QUEUED)
-    return list(
-        parts.order_by("evaluation_id", "lane").values_list("evaluation_id", "lane", "queue")
-    )
+    yet played, queued again too, as (evaluation, lane, queue) to send. A run with none
+    open (every lane ended, the seal did not happen; or a run from before lanes) gets
+    one task without a lane, on its own queue: it plays what is left and seals."""
+    out: list[tuple[int, str | None, str]] = []
+    for pk, queue in Evaluation.objects.filter(pk__in=list(evaluation_ids)).values_list(
+        "pk", "queue"
+    ):
+        parts = EvaluationPart.objects.filter(evaluation_id=pk).exclude(
+            status=EvaluationStatus.FINISHED
+        )
+        lanes = list(parts.order_by("lane").values_list("lane", "queue"))
+        parts.update(status=EvaluationStatus.QUEUED)
+        if lanes:
+            out.extend((pk, lane, q) for lane, q in lanes)
+        else:
+            out.append((pk, None, queue))
+    return out

@@ -181,7 +181,7 @@ def recover_trainings(
 
 def recover_evaluations(
     *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
-) -> list[tuple[int, str, str]]:
+) -> list[tuple[int, str | None, str]]:
     """Claim stalled evaluation runs: their lanes not yet played, as (evaluation, lane,
     queue); each lane's task sent again plays only the episodes it has not stored."""
     claimed = _requeue_stalled(
@@ -221,7 +221,8 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
     for pk in done.trainings_resumed:
         dispatch.enqueue(dispatch.RUN_TRAINING, pk, queue=GPU_QUEUE)
     for pk, lane, queue in recover_evaluations(live=live, **grace):
-        dispatch.enqueue(dispatch.RUN_EVALUATION, pk, lane, queue=queue)
+        args = (pk,) if lane is None else (pk, lane)
+        dispatch.enqueue(dispatch.RUN_EVALUATION, *args, queue=queue)
         if pk not in done.evaluations_restarted:
             done.evaluations_restarted.append(pk)
     if done:

@@ -195,7 +195,7 @@ def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(db, mon
 
 @pytest.mark.django_db
 def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
-    db, model_folder, monkeypatch
+    db, model_folder, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     rule = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
     llm = svc.start_evaluation(
@@ -206,10 +206,43 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
     Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
     sent = []
     monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
-    with override_settings(TASK_RUNNER="thread"):
+    with (
+        override_settings(TASK_RUNNER="thread"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         done = reconcile(stall_s=60)
     assert sorted(done.evaluations_restarted) == sorted([rule.pk, llm.pk])
     assert Evaluation.objects.filter(status=EvaluationStatus.QUEUED).count() == 2
+    # each open lane is sent again on its own queue
+    assert sorted((args, queue) for _, args, queue in sent) == sorted(
+        [((rule.pk, "rule"), "cpu"), ((llm.pk, "llm"), "gpu")]
+    )
+
+
+@pytest.mark.django_db
+def test_a_run_whose_lanes_all_ended_unsealed_is_sealed_on_resume(
+    db, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    evaluation = svc.start_evaluation(
+        policies="expert", scenarios="bilateral", seeds=3, enqueue=False
+    )
+    real = svc.evaluation_seal_if_done
+    monkeypatch.setattr(svc, "evaluation_seal_if_done", lambda **kw: None)  # died sealing
+    svc.evaluation_execute(evaluation_id=evaluation.pk, lane="rule")
+    monkeypatch.setattr(svc, "evaluation_seal_if_done", real)
+    old = timezone.now() - timedelta(hours=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=old)
+    assert evaluation.parts.get().status == "finished"
+    sent = []
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))
+    with (
+        override_settings(TASK_RUNNER="thread"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        reconcile(stall_s=60)
+    assert [(args, queue) for _, args, queue in sent] == [((evaluation.pk,), "cpu")]
+    done = svc.evaluation_execute(evaluation_id=evaluation.pk)  # the task sent: no lane
+    assert done.status == "finished" and len(done.outcomes) == 3
 
 
 class _Recorder:
