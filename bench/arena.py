@@ -409,6 +409,10 @@ class Capture:
             return out
 
         engine.run_outcomes = run_outcomes
+        # the evaluation service's lanes call it by the name they imported
+        from procurement.services import evaluations as service
+
+        service.run_outcomes = run_outcomes
 
 
 def worker_main(probe_path: str, celery_args: list[str]) -> None:

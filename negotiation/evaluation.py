@@ -25,7 +25,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from tqdm import tqdm
@@ -56,12 +56,20 @@ MAX_REPLAYS = 32
 MAX_WORKERS = 64
 BOOTSTRAP_RESAMPLES = 2000
 CHUNK_SEEDS = 25  # seeds per unit of work: progress stays smooth, overhead small
-LLM_BATCH_EPISODES = 64  # LLM episodes played at once against one model
+LLM_BATCH_EPISODES = 64  # LLM episodes playing at once against one model
+# An evaluation's two lanes: episodes without a model (any process, the cpu queue) and
+# episodes that call one (batched per model, the gpu queue). They play apart, in parallel.
+RULE_LANE, LLM_LANE = "rule", "llm"
+LANES = (RULE_LANE, LLM_LANE)
 
 Prices = Mapping[str, tuple[float, float]]  # model label -> (in, out) per million tokens
 # Told as episodes finish: (episodes done, episodes in all, the cell playing now). It may
 # raise to stop the run (a cancel): the exception leaves run_outcomes / evaluate as is.
 ProgressHook = Callable[[int, int, str], None]
+# Told the outcomes of episodes as they end (a rule chunk, or one LLM episode) in the
+# caller's thread, to store them; it may raise to stop the run, as ProgressHook.
+OutcomesHook = Callable[[list["Outcome"]], None]
+EpisodeKey = tuple[str, str | None, str, str, int, int]  # cell, buyer, seed, replay
 
 
 class EvaluationError(ValueError):
@@ -335,6 +343,12 @@ def llm_episodes(spec: EvaluationSpec) -> int:
     return total
 
 
+def lane_episodes(spec: EvaluationSpec) -> dict[str, int]:
+    """How many of the spec's episodes each lane plays (RULE_LANE, LLM_LANE)."""
+    model = llm_episodes(spec)
+    return {RULE_LANE: spec.episodes - model, LLM_LANE: model}
+
+
 def _known(custom: Mapping[str, Any]) -> list[str]:
     return [*list_presets(include_llm=False), *custom]
 
@@ -367,6 +381,29 @@ class Outcome:
     completion_tokens: int = 0
     llm_calls: int = 0
     money: float = 0.0
+
+
+OUTCOME_RECORD = tuple(f.name for f in fields(Outcome))
+
+
+def episode_key(o: Outcome) -> EpisodeKey:
+    """Which episode of a spec an outcome is: (scenario, tier, line-up, buyer, seed, replay)."""
+    return (o.scenario, o.tier, o.lineup, o.policy, o.seed, o.replay)
+
+
+def outcome_record(o: Outcome) -> list[Any]:
+    """An outcome as a JSON list (OUTCOME_RECORD's order), to store and read back whole:
+    timings to the microsecond."""
+    row = [getattr(o, name) for name in OUTCOME_RECORD]
+    row[OUTCOME_RECORD.index("seconds")] = round(o.seconds, 6)
+    row[OUTCOME_RECORD.index("decisions")] = [round(d, 6) for d in o.decisions]
+    return row
+
+
+def outcome_from_record(row: Sequence[Any]) -> Outcome:
+    values = dict(zip(OUTCOME_RECORD, row, strict=True))
+    values["decisions"] = tuple(values["decisions"])
+    return Outcome(**values)
 
 
 Cell = tuple[str, str | None, str]  # (scenario, tier, line-up)
@@ -446,11 +483,32 @@ def cell_label(task: Task) -> str:
 
 
 class _Progress:
-    """The terminal's bar (tqdm, on a stream) and the caller's hook, told together."""
+    """The terminal's bar (tqdm, on a stream) and the caller's hooks, told together.
+    ``skip``: episodes played before (stored): counted done, never told again."""
 
-    def __init__(self, bar: Any, total: int, hook: ProgressHook | None) -> None:
+    def __init__(
+        self,
+        bar: Any,
+        total: int,
+        hook: ProgressHook | None,
+        *,
+        skip: frozenset[EpisodeKey] = frozenset(),
+        done: int = 0,
+        on_outcomes: OutcomesHook | None = None,
+    ) -> None:
         self.bar, self.total, self.hook = bar, total, hook
-        self.done, self.cell = 0, ""
+        self.skip, self.on_outcomes = skip, on_outcomes
+        self.done, self.cell = done, ""
+        self.outcomes: list[Outcome] = []
+        bar.update(done)
+
+    def played(self, outcomes: list[Outcome], task: Task) -> None:
+        """Episodes of ``task`` ended: keep (and tell) those not played before."""
+        new = [o for o in outcomes if episode_key(o) not in self.skip]
+        self.outcomes.extend(new)
+        if new and self.on_outcomes is not None:
+            self.on_outcomes(new)
+        self.update(len(new), task)
 
     def at(self, task: Task) -> None:
         """``task`` starts playing."""
@@ -522,120 +580,120 @@ def _money(spec: LLMSpec, prompt: int, completion: int, prices: Prices) -> float
     return (prompt * p_in + completion * p_out) / 1e6
 
 
-def _run_llm_batched(
-    model: LLMSpec, tasks: list[Task], prices: Prices, progress: _Progress
-) -> list[Outcome]:
+def _keys(task: Task, replays: int) -> list[EpisodeKey]:
+    return [(*task[:4], seed, r) for seed in range(task[4], task[5]) for r in range(replays)]
+
+
+def _run_llm_batched(model: LLMSpec, tasks: list[Task], prices: Prices, told: _Progress) -> None:
     """Episodes that all talk to one model (buyer, suppliers or both), played together:
-    every round of their turns is one call of the process's batching backend."""
+    up to LLM_BATCH_EPISODES at once, a new one starting as each ends (so the batch stays
+    full), every round of their turns one call of the process's batching backend. Each
+    episode is told as it ends; a hook that raises stops the play within one episode."""
     from .interfaces.concurrent import run_episodes_concurrently
     from .llm.shared import shared_batcher
 
-    keys = [
+    jobs = [
         (task, seed, replay)
         for task in tasks
         for seed in range(task[4], task[5])
         for replay in range(_STATE["replays"])
+        if (*task[:4], seed, replay) not in told.skip
     ]
-    out: list[Outcome] = []
-    for start in range(0, len(keys), LLM_BATCH_EPISODES):
-        batch = keys[start : start + LLM_BATCH_EPISODES]
-        seats: list[dict[str, Any]] = [{} for _ in batch]
-        progress.at(batch[0][0])
+    if not jobs:
+        return
+    seats: list[dict[str, Any]] = [{} for _ in jobs]
 
-        def job(
-            seat: dict[str, Any], key: tuple[Task, int, int]
-        ) -> tuple[ScenarioConfig, Any, int]:
-            task, seed, replay = key
+    def job(seat: dict[str, Any], key: tuple[Task, int, int]) -> tuple[ScenarioConfig, Any, int]:
+        task, seed, replay = key
 
-            def factory(participant: LLMBackend) -> Any:
-                snapshot = _PLAYERS.get(task[3]) or {"policy": task[3]}
-                buyer_llm = llm_spec(snapshot) is not None
-                timed = Timed(
-                    build_policy(snapshot, seed, participant if buyer_llm else None), replay
-                )
-                seat.update(timed=timed, participant=participant)
-                return timed
+        def factory(participant: LLMBackend) -> Any:
+            snapshot = _PLAYERS.get(task[3]) or {"policy": task[3]}
+            buyer_llm = llm_spec(snapshot) is not None
+            timed = Timed(build_policy(snapshot, seed, participant if buyer_llm else None), replay)
+            seat["timed"] = timed
+            return timed
 
-            return _CONFIGS[task[:3]], factory, seed
+        return _CONFIGS[task[:3]], factory, seed
 
-        results = run_episodes_concurrently(
-            [job(seat, k) for seat, k in zip(seats, batch, strict=True)],
-            backend=shared_batcher(model),
-            record_steps=False,
+    def ended(index: int, res: Any, participant: LLMBackend) -> None:
+        if isinstance(res, BaseException):
+            raise res
+        (task, seed, replay), stats = jobs[index], participant.stats  # this episode's alone
+        usage = {
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+            "llm_calls": stats.requests,
+            "money": _money(model, stats.prompt_tokens, stats.completion_tokens, prices),
+        }
+        told.played(
+            [_outcome(task[:3], task[3], seed, replay, res, seats[index]["timed"], **usage)], task
         )
-        for (task, seed, replay), res, seat in zip(batch, results, seats, strict=True):
-            stats = seat["participant"].stats  # one participant per episode
-            usage = {
-                "prompt_tokens": stats.prompt_tokens,
-                "completion_tokens": stats.completion_tokens,
-                "llm_calls": stats.requests,
-                "money": _money(model, stats.prompt_tokens, stats.completion_tokens, prices),
-            }
-            out.append(_outcome(task[:3], task[3], seed, replay, res, seat["timed"], **usage))
-        progress.update(len(batch), batch[-1][0])
-    return out
+
+    told.at(jobs[0][0])
+    run_episodes_concurrently(
+        [job(seat, k) for seat, k in zip(seats, jobs, strict=True)],
+        backend=shared_batcher(model),
+        record_steps=False,
+        max_workers=LLM_BATCH_EPISODES,
+        return_exceptions=True,  # ``ended`` raises the first failure: the play stops
+        on_done=ended,
+    )
 
 
-def _run_llm_mixed(task: Task, buyer: LLMSpec, suppliers: LLMSpec, prices: Prices) -> list[Outcome]:
+def _run_llm_mixed(
+    task: Task, buyer: LLMSpec, suppliers: LLMSpec, prices: Prices, told: _Progress
+) -> None:
     """A buyer model against supplier models of another: one episode at a time, each
-    model through its own backend (their tokens counted apart)."""
+    model through its own backend (their tokens counted apart), each told as it ends."""
     from .llm import resolve_backend
 
+    keys = [k for k in _keys(task, _STATE["replays"]) if k not in told.skip]
+    if not keys:
+        return
     b_backend = resolve_backend(buyer.backend, buyer.model, **dict(buyer.options))
     s_backend = resolve_backend(suppliers.backend, suppliers.model)
     snapshot = _PLAYERS.get(task[3]) or {"policy": task[3]}
-    out = []
-    for seed in range(task[4], task[5]):
-        for replay in range(_STATE["replays"]):
-            before = [(b.stats.prompt_tokens, b.stats.completion_tokens, b.stats.requests)
-                      for b in (b_backend, s_backend)]  # fmt: skip
-            timed = Timed(build_policy(snapshot, seed, b_backend), replay)
-            res = run_episode(
-                _CONFIGS[task[:3]],
-                timed,
-                seed,
-                record_steps=False,
-                llm_backend=s_backend,
-                world_key=_STATE["world_key"],
-            )
-            usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "money": 0.0}
-            for backend, spec, (p0, c0, r0) in zip(
-                (b_backend, s_backend), (buyer, suppliers), before, strict=True
-            ):
-                p, c = backend.stats.prompt_tokens - p0, backend.stats.completion_tokens - c0
-                usage["prompt_tokens"] += p
-                usage["completion_tokens"] += c
-                usage["llm_calls"] += backend.stats.requests - r0
-                usage["money"] += _money(spec, p, c, prices)
-            out.append(_outcome(task[:3], task[3], seed, replay, res, timed, **usage))
-    return out
+    told.at(task)
+    for *_, seed, replay in keys:
+        before = [(b.stats.prompt_tokens, b.stats.completion_tokens, b.stats.requests)
+                  for b in (b_backend, s_backend)]  # fmt: skip
+        timed = Timed(build_policy(snapshot, seed, b_backend), replay)
+        res = run_episode(
+            _CONFIGS[task[:3]],
+            timed,
+            seed,
+            record_steps=False,
+            llm_backend=s_backend,
+            world_key=_STATE["world_key"],
+        )
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "money": 0.0}
+        for backend, spec, (p0, c0, r0) in zip(
+            (b_backend, s_backend), (buyer, suppliers), before, strict=True
+        ):
+            p, c = backend.stats.prompt_tokens - p0, backend.stats.completion_tokens - c0
+            usage["prompt_tokens"] += p
+            usage["completion_tokens"] += c
+            usage["llm_calls"] += backend.stats.requests - r0
+            usage["money"] += _money(spec, p, c, prices)
+        told.played([_outcome(task[:3], task[3], seed, replay, res, timed, **usage)], task)
 
 
-def _run_llm(tasks: list[Task], prices: Prices, progress: _Progress) -> list[Outcome]:
+def _run_llm(tasks: list[Task], prices: Prices, told: _Progress) -> None:
     groups: dict[LLMSpec, list[Task]] = defaultdict(list)
-    out: list[Outcome] = []
     for task in tasks:
         buyer, suppliers = _task_model(task)
         if (
             buyer is not None
             and suppliers is not None
-            and (buyer.backend, buyer.model)
-            != (
-                suppliers.backend,
-                suppliers.model,
-            )
+            and (buyer.backend, buyer.model) != (suppliers.backend, suppliers.model)
         ):
-            progress.at(task)
-            chunk = _run_llm_mixed(task, buyer, suppliers, prices)
-            out.extend(chunk)
-            progress.update(len(chunk), task)
+            _run_llm_mixed(task, buyer, suppliers, prices, told)
             continue
         model = buyer or suppliers
         assert model is not None
         groups[model].append(task)
     for model, group in groups.items():
-        out.extend(_run_llm_batched(model, group, prices, progress))
-    return out
+        _run_llm_batched(model, group, prices, told)
 
 
 def run_outcomes(
@@ -644,45 +702,70 @@ def run_outcomes(
     workers: int = 1,
     progress: IO[str] | None = None,
     on_progress: ProgressHook | None = None,
+    lane: str | None = None,
+    skip: Iterable[EpisodeKey] = (),
+    on_outcomes: OutcomesHook | None = None,
 ) -> list[Outcome]:
-    """Every episode of the spec, sorted. Rule-only episodes run in ``workers`` processes
-    when > 1 (spawned: nothing of the caller's state, such as open connections, is
-    inherited); episodes that call a model run here, batched per model. ``progress``: a
-    stream for a tqdm bar; ``on_progress``: told after every chunk (ProgressHook)."""
+    """The spec's episodes (``lane``: only RULE_LANE's or LLM_LANE's), sorted, but those
+    in ``skip`` (played before: counted done, not played again). Rule-only episodes run in
+    ``workers`` processes when > 1 (spawned: nothing of the caller's state, such as open
+    connections, is inherited); episodes that call a model run here, batched per model.
+    ``progress``: a stream for a tqdm bar; ``on_progress``: told after every rule chunk
+    and every LLM episode (ProgressHook); ``on_outcomes``: told the new outcomes then."""
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise EvaluationError(
             [{"field": "workers", "message": f"A whole number from 1 to {MAX_WORKERS}."}]
         )
+    if lane not in (None, *LANES):
+        raise ValueError(f"lane: one of {', '.join(LANES)}, or None for both")
     configs = _configs(spec)
     players = {p: spec.snapshot(p) for p in spec.policies}
     tasks = _tasks(spec)
     initargs = (configs, players, spec.world_key, spec.replays)
     _init_worker(*initargs)
-    llm_tasks = [t for t in tasks if _task_model(t) != (None, None)]
-    rule_tasks = [t for t in tasks if _task_model(t) == (None, None)]
-    outcomes: list[Outcome] = []
+    llm_tasks = [t for t in tasks if lane != RULE_LANE and _task_model(t) != (None, None)]
+    rule_tasks = [t for t in tasks if lane != LLM_LANE and _task_model(t) == (None, None)]
+    keys = {k for t in (*rule_tasks, *llm_tasks) for k in _keys(t, spec.replays)}
+    skipped = keys.intersection(skip)
+    # a rule chunk is told (and stored) whole: one seen before is played no more
+    rule_tasks = [t for t in rule_tasks if not skipped.issuperset(_keys(t, spec.replays))]
     with tqdm(
-        total=spec.episodes, unit="ep", file=progress, disable=progress is None, smoothing=0.1
+        total=len(keys), unit="ep", file=progress, disable=progress is None, smoothing=0.1
     ) as bar:
-        told = _Progress(bar, spec.episodes, on_progress)
+        told = _Progress(
+            bar,
+            len(keys),
+            on_progress,
+            skip=frozenset(skipped),
+            done=len(skipped),
+            on_outcomes=on_outcomes,
+        )
         if workers == 1 or len(rule_tasks) <= 1:
             for task in rule_tasks:
                 told.at(task)
-                chunk = _run_chunk(task)
-                outcomes.extend(chunk)
-                told.update(len(chunk), task)
+                told.played(_run_chunk(task), task)
         else:
             ctx = multiprocessing.get_context("spawn")
             with ctx.Pool(min(workers, len(rule_tasks)), _init_worker, initargs) as pool:
                 for chunk in pool.imap_unordered(_run_chunk, rule_tasks):
-                    outcomes.extend(chunk)
                     o = chunk[0]
-                    told.update(len(chunk), (o.scenario, o.tier, o.lineup, o.policy, 0, 0))
+                    told.played(chunk, (o.scenario, o.tier, o.lineup, o.policy, 0, 0))
         if llm_tasks:
-            outcomes.extend(_run_llm(llm_tasks, spec.prices, told))
-    order = {task[:4]: i for i, task in enumerate(tasks)}
-    outcomes.sort(key=lambda o: (order[(o.scenario, o.tier, o.lineup, o.policy)], o.seed, o.replay))
-    return outcomes
+            _run_llm(llm_tasks, spec.prices, told)
+    return combine(spec, told.outcomes)
+
+
+def combine(spec: EvaluationSpec, outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """Outcomes of the spec, however they were played (lanes, resumed runs), as one
+    evaluation plays them: each episode once (the first told), in the spec's order."""
+    order = {task[:4]: i for i, task in enumerate(_tasks(spec))}
+    unique: dict[EpisodeKey, Outcome] = {}
+    for o in outcomes:
+        unique.setdefault(episode_key(o), o)
+    return sorted(
+        unique.values(),
+        key=lambda o: (order[(o.scenario, o.tier, o.lineup, o.policy)], o.seed, o.replay),
+    )
 
 
 # ----------------------------------------------------------------------------- leaderboard
@@ -789,11 +872,31 @@ def evaluate(
     ``progress`` and ``on_progress`` as for run_outcomes."""
     t0 = time.perf_counter()
     outcomes = run_outcomes(spec, workers=workers, progress=progress, on_progress=on_progress)
+    return tables(
+        spec,
+        outcomes,
+        seconds=time.perf_counter() - t0,
+        extra_ratings=extra_ratings,
+        extra_suppliers=extra_suppliers,
+    )
+
+
+def tables(
+    spec: EvaluationSpec,
+    outcomes: Iterable[Outcome],
+    *,
+    seconds: float,
+    extra_ratings: Sequence[Outcome] = (),
+    extra_suppliers: Sequence[Outcome] = (),
+) -> EvaluationResult:
+    """The league tables of the spec's outcomes (combined first: however they were
+    played, the same outcomes give the same tables); ``seconds``: the play's wall time."""
+    outcomes = combine(spec, outcomes)
     return EvaluationResult(
         spec,
         leaderboard(outcomes),
         ratings(outcomes, extra_ratings, extra_suppliers),
-        time.perf_counter() - t0,
+        seconds,
         matrix(outcomes),
         supplier_table(outcomes, resamples=BOOTSTRAP_RESAMPLES),
         seeds_paired(outcomes),
@@ -891,13 +994,19 @@ __all__ = [
     "ProgressHook",
     "build_spec",
     "cell_label",
+    "combine",
+    "episode_key",
     "evaluate",
     "format_leaderboard",
     "format_matrix",
     "format_ratings",
     "headless_policies",
+    "lane_episodes",
     "leaderboard",
     "llm_episodes",
+    "outcome_from_record",
+    "outcome_record",
     "ratings",
     "run_outcomes",
+    "tables",
 ]

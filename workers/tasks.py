@@ -100,13 +100,14 @@ def run_training_task(run_id: int) -> dict[str, object]:
 
 
 @shared_task(name=dispatch.RUN_EVALUATION, **RETRY_POLICY)
-def run_evaluation_task(evaluation_id: int) -> dict[str, object]:
-    """Play one evaluation run; on the gpu queue when it calls a model, else cpu (its
-    sender, services.evaluations.start_evaluation, picks)."""
+def run_evaluation_task(evaluation_id: int, lane: str | None = None) -> dict[str, object]:
+    """Play one lane of an evaluation run (rule episodes on cpu, model ones on gpu: its
+    sender, services.evaluations, picks); the lane that ends last seals the run. No
+    ``lane`` (a message sent before lanes): every lane, in turn."""
     from procurement.services.evaluations import evaluation_execute
 
-    evaluation = evaluation_execute(evaluation_id=evaluation_id)
-    return {"evaluation": evaluation.pk, "status": evaluation.status}
+    evaluation = evaluation_execute(evaluation_id=evaluation_id, lane=lane)
+    return {"evaluation": evaluation.pk, "lane": lane, "status": evaluation.status}
 
 
 @shared_task(name=dispatch.RECONCILE, ignore_result=True)

@@ -15,17 +15,41 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from queue import SimpleQueue
 from typing import Any
 
 from ..config import ScenarioConfig
 from ..llm import resolve_backend
-from ..llm.backend import LLMBackend
+from ..llm.backend import ChatRequest, ChatResult, LLMBackend
 from ..llm.batching import BatchingBackend, Participant
 from ..policies.base import Policy
 from ..runner import EpisodeResult, StepRecord, run_episode
 
 PolicyFactory = Callable[[LLMBackend], Policy]
 Job = tuple[str | dict | ScenarioConfig, PolicyFactory, int]
+
+
+class PlayStopped(RuntimeError):
+    """The concurrent play was stopped: a call of an episode still playing is refused."""
+
+
+class _Stoppable(LLMBackend):
+    """An episode's participant that refuses calls once the play is stopped."""
+
+    name = "stoppable-participant"
+
+    def __init__(self, participant: Participant, stop: threading.Event) -> None:
+        super().__init__()
+        self.stats = participant.stats  # one count: the participant's
+        self._participant, self._stop = participant, stop
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if self._stop.is_set():
+            raise PlayStopped("the play was stopped")
+        return self._participant.generate(requests)
+
+    def forget(self, cache_key: str) -> None:
+        self._participant.forget(cache_key)
 
 
 def run_episodes_concurrently(
@@ -38,14 +62,23 @@ def run_episodes_concurrently(
     max_batch: int = 256,
     max_wait_s: float = 5.0,
     return_exceptions: bool = False,
+    on_done: Callable[[int, Any, Participant], None] | None = None,
 ) -> list[Any]:
     """Play ``jobs`` (scenario, policy_factory(backend) -> Policy, seed) in threads.
 
     Returns one EpisodeResult per job, in order. A failing episode fails alone: the
     others finish, then its exception is raised (or, with ``return_exceptions``, put in
     its place). ``on_step(job_index, record)`` is called under a lock, one at a time.
-    ``max_workers`` bounds the threads (default: one per job); a worker's participant
-    stays in the batch across the jobs it plays, so a queued job never stalls a batch.
+    ``max_workers`` bounds the threads (default: one per job); a worker joins the next
+    job's participant before the finished one's leaves, so the batch keeps its size and
+    a queued job never stalls it, and each job's participant counts its calls alone.
+
+    ``on_done(job_index, result, participant)`` is called in the calling thread as each
+    episode ends (result: an EpisodeResult or the exception; participant: the one that
+    played it, left, its ``stats`` that episode's alone). If it raises (a cancel), no
+    further job starts, the episodes playing get no more model calls (their decisions
+    fall back, so they end within the round in flight) and are dropped, and its
+    exception propagates.
     """
     if not jobs:
         return []
@@ -57,6 +90,9 @@ def run_episodes_concurrently(
     queue = deque(enumerate(jobs))
     queue_lock, step_lock = threading.Lock(), threading.Lock()
     results: list[Any] = [None] * len(jobs)
+    played_by: list[Participant | None] = [None] * len(jobs)
+    ended: SimpleQueue[int | None] = SimpleQueue()  # job indexes as they end; None: a worker
+    stop = threading.Event()
 
     def play(index: int, job: Job, participant: Participant) -> EpisodeResult:
         scenario, policy_factory, seed = job
@@ -67,26 +103,38 @@ def run_episodes_concurrently(
                 with step_lock:
                     on_step(index, record)
 
+        backend = _Stoppable(participant, stop)
         return run_episode(
             scenario,
-            policy_factory(participant),
+            policy_factory(backend),
             seed,
             on_step=callback,
             record_steps=record_steps,
-            llm_backend=participant,
+            llm_backend=backend,
         )
 
+    def take() -> tuple[int, Job] | None:
+        with queue_lock:
+            return None if stop.is_set() or not queue else queue.popleft()
+
     def worker(participant: Participant) -> None:
-        with participant:
-            while True:
-                with queue_lock:
-                    if not queue:
-                        return
-                    index, job = queue.popleft()
+        try:
+            item = take()
+            while item is not None:
+                index, job = item
                 try:
                     results[index] = play(index, job, participant)
                 except Exception as exc:
                     results[index] = exc
+                item = take()
+                ended_with, played_by[index] = participant, participant
+                if item is not None:
+                    participant = batcher.join()  # before the old one leaves: same size
+                ended_with.leave()
+                ended.put(index)
+        finally:
+            participant.leave()
+            ended.put(None)
 
     n_workers = min(len(jobs), max_workers or len(jobs))
     # Join before any thread starts, so the first batch waits for every episode.
@@ -97,8 +145,20 @@ def run_episodes_concurrently(
     ]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        running = n_workers
+        while running:
+            index = ended.get()
+            if index is None:
+                running -= 1
+            elif on_done is not None:
+                on_done(index, results[index], played_by[index])
+    except BaseException:
+        stop.set()  # no job starts; those playing finish
+        raise
+    finally:
+        for t in threads:
+            t.join()
     if not return_exceptions:
         for r in results:
             if isinstance(r, BaseException):

@@ -4,7 +4,12 @@ evaluations, training runs."""
 from procurement.models.approval import ApprovalRequest, ApprovalStatus
 from procurement.models.catalogue import RequirementTemplate, SupplierProfile
 from procurement.models.episode import Decision, Episode, EpisodeStatus
-from procurement.models.evaluation import Evaluation, EvaluationStatus
+from procurement.models.evaluation import (
+    Evaluation,
+    EvaluationPart,
+    EvaluationPiece,
+    EvaluationStatus,
+)
 from procurement.models.policy import PolicyConfig
 from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
@@ -17,6 +22,8 @@ __all__ = [
     "Episode",
     "EpisodeStatus",
     "Evaluation",
+    "EvaluationPart",
+    "EvaluationPiece",
     "EvaluationStatus",
     "PolicyConfig",
     "RequirementTemplate",

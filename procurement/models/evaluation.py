@@ -117,3 +117,47 @@ class Evaluation(models.Model):
     @property
     def group_name(self) -> str:
         return f"evaluation-{self.pk}"
+
+
+class EvaluationPart(models.Model):
+    """One lane of an evaluation run (negotiation.evaluation.LANES): its rule episodes
+    (the cpu queue) or its episodes that call a model (the gpu queue). The lanes of one
+    run play apart, in parallel, each claimed by one task at a time (its heartbeat); the
+    lane that finishes last seals the run (services.evaluations)."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="parts")
+    lane = models.CharField(max_length=8)
+    queue = models.CharField(max_length=8)
+    status = models.CharField(
+        max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED
+    )
+    episodes = models.PositiveIntegerField()
+    done_episodes = models.PositiveIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["evaluation", "lane"]
+        constraints = [
+            models.UniqueConstraint(fields=["evaluation", "lane"], name="evaluation_part_lane")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.evaluation_id}/{self.lane}"
+
+
+class EvaluationPiece(models.Model):
+    """Outcomes of episodes a lane played, stored as they ended (about once a second):
+    a resumed run (restart, duplicate delivery, reconciler) plays only the episodes no
+    piece holds. Each row of ``outcomes`` is negotiation.evaluation.outcome_record's;
+    the pieces are dropped once the run is sealed."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="pieces")
+    lane = models.CharField(max_length=8)
+    outcomes = models.JSONField(decoder=StoredJSONDecoder)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.evaluation_id}/{self.lane}#{self.pk}"

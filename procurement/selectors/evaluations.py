@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from negotiation.config import FIELD_PERSONAS, PERSONAS, ScenarioConfig, field_persona_error
 from negotiation.evaluation import REFUSED_POLICIES, Outcome
@@ -92,6 +92,20 @@ def outcome_row(outcome: Outcome) -> list[Any]:
     return [getattr(outcome, name) for name in OUTCOME_FIELDS]
 
 
+def sealed_evaluation_holding(*, scenario: str, seed: int) -> Evaluation | None:
+    """The first sealed evaluation (any status) whose scenarios and seed range include
+    ``seed`` on ``scenario``: its worlds are held out, so a person may not choose them."""
+    candidates = (
+        Evaluation.objects.filter(sealed=True, seed_start__lte=seed)
+        .alias(seed_end=F("seed_start") + F("seeds"))
+        .filter(seed_end__gt=seed)
+        .order_by("pk")
+        .only("pk", "scenarios")
+    )
+    # JSON containment is not portable across databases: the (few) rows are read here.
+    return next((e for e in candidates if scenario in (e.scenarios or [])), None)
+
+
 def evaluation_buyer_names() -> list[str]:
     """Stored policies that can play a headless evaluation's buyer."""
     refused = {*REFUSED_POLICIES, *MEASUREMENT_ONLY}
@@ -143,10 +157,22 @@ def evaluation_payload(evaluation: Evaluation) -> dict[str, Any]:
         "done_episodes": evaluation.done_episodes,
         "progress": evaluation.progress,
         "current_cell": evaluation.current_cell,
+        "lanes": evaluation_lanes(evaluation),
         "error": evaluation.error,
         "started_at": evaluation.started_at.isoformat() if evaluation.started_at else None,
         "finished_at": evaluation.finished_at.isoformat() if evaluation.finished_at else None,
     }
+
+
+LANE_NAMES = {"rule": "rule episodes", "llm": "model episodes"}
+
+
+def evaluation_lanes(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress."""
+    parts = evaluation.parts.order_by("-lane").values(
+        "lane", "queue", "status", "done_episodes", "episodes"
+    )
+    return [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
 
 
 def evaluation_snapshot(*, evaluation_id: int) -> tuple[str, dict[str, Any]]:

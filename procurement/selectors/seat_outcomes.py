@@ -71,8 +71,14 @@ def human_buyer_outcomes(spec: EvaluationSpec) -> list[Outcome]:
 
 def human_supplier_outcomes(spec: EvaluationSpec) -> list[Outcome]:
     """Supplier-seat episodes against the spec's buyers on its scenarios and seeds: each a
-    supplier player ``human:<username>`` in the match of the buyer it faced."""
+    supplier player ``human:<username>`` in the match of the buyer it faced. A person who
+    played one world (scenario, seed, buyer) more than once is rated on the first only:
+    the later ones were rehearsed."""
     rows = _finished_seats(spec, supplier_seat__isnull=False, policy_name__in=spec.policies)
+    first: dict[tuple, Episode] = {}
+    for e in rows or ():  # oldest first
+        first.setdefault((e.created_by_id, e.scenario_name, e.seed, e.policy_name), e)
     return [
-        _outcome(e, buyer=e.policy_name, supplier=_person(e), lineup=_person(e)) for e in rows or ()
+        _outcome(e, buyer=e.policy_name, supplier=_person(e), lineup=_person(e))
+        for e in first.values()
     ]

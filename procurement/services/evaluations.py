@@ -1,13 +1,20 @@
-"""Writes for evaluations: start one (check, create the queued run, send it to a
-worker), run it with live progress, cancel it, and store its league tables.
+"""Writes for evaluations: start one (check, create the queued run, send its lanes to
+workers), play a lane with live progress, store what it played as it goes, cancel, and
+seal the run's league tables.
 
 An evaluation is a run like a sweep or a training run (queued, running, finished /
-failed / cancelled; heartbeat; the reconciler restarts a stalled one). Its task goes to
-the ``gpu`` queue when any of its episodes calls a language model (buyer or suppliers),
-else to ``cpu``; on the embedded default, to the in-process model lane or the rule lane.
-``manage.py evaluate`` creates the same run and plays it in its own process
-(``evaluation_create``). negotiation/evaluation.py does the engine work: rule episodes
-in this process (or worker processes), LLM ones batched per model.
+failed / cancelled; heartbeat; the reconciler resumes a stalled one). It plays in two
+lanes (EvaluationPart): its rule episodes on the ``cpu`` queue and its episodes that call
+a language model (buyer or suppliers) on ``gpu``; on the embedded default, the in-process
+rule lane and model lane. The lanes play in parallel, so rule cells never wait behind a
+model; the lane that ends last seals the run from every stored outcome (the tables are
+those one process playing everything would compute: negotiation.evaluation.tables).
+``manage.py evaluate`` creates the same run and plays its lanes in turn in its own
+process (``evaluation_create``).
+
+Each lane stores the outcomes of the episodes it played about once a second
+(EvaluationPiece), with its progress, in one transaction: a lane played again (a worker
+restart, a duplicate delivery, the reconciler) plays only the episodes no piece holds.
 
 Every check runs before the first write: bad parameters (an unknown policy, line-up or
 scenario, a model that is not there or a server that does not answer, a seed count over
@@ -26,22 +33,34 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from negotiation.evaluation import (
+    LANES,
+    LLM_LANE,
     MAX_WORKERS,
+    RULE_LANE,
     EvaluationError,
     EvaluationSpec,
+    Outcome,
     build_spec,
-    evaluate,
+    episode_key,
+    lane_episodes,
     llm_episodes,
+    outcome_from_record,
+    outcome_record,
+    run_outcomes,
+    tables,
 )
 from negotiation.lineups import AS_CONFIGURED
 from procurement import dispatch
 from procurement.errors import ApplicationError, Conflict
 from procurement.models import (
     Evaluation,
+    EvaluationPart,
+    EvaluationPiece,
     EvaluationStatus,
     PolicyConfig,
     Scenario,
@@ -59,7 +78,8 @@ from procurement.worlds import server_world_key
 log = logging.getLogger(__name__)
 
 NAME_LENGTH = Evaluation._meta.get_field("name").max_length
-FLUSH_INTERVAL_S = 1.0  # store and publish progress, and read the cancel flag, once a second
+FLUSH_INTERVAL_S = 1.0  # store outcomes and progress, and read the cancel flag, once a second
+LANE_QUEUES: dict[str, Queue] = {RULE_LANE: CPU_QUEUE, LLM_LANE: GPU_QUEUE}
 
 
 class EvaluationFailed(ApplicationError):
@@ -83,9 +103,26 @@ def _listed(value: str | Iterable[str]) -> list[str]:
 
 
 def evaluation_queue(spec: EvaluationSpec) -> Queue:
-    """Where an evaluation runs: the gpu queue (the model lane) when any of its episodes
-    calls a language model, buyer or suppliers; else the cpu queue (the rule lane)."""
+    """The queue an evaluation is listed under: gpu when any of its episodes calls a
+    language model, buyer or suppliers; else cpu. (Each lane goes to its own queue.)"""
     return GPU_QUEUE if llm_episodes(spec) else CPU_QUEUE
+
+
+def _create_parts(evaluation: Evaluation, spec: EvaluationSpec) -> list[EvaluationPart]:
+    """The run's lanes that have episodes to play, queued (those it has are kept)."""
+    return EvaluationPart.objects.bulk_create(
+        [
+            EvaluationPart(evaluation=evaluation, lane=lane, queue=LANE_QUEUES[lane], episodes=n)
+            for lane, n in lane_episodes(spec).items()
+            if n
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _send_parts(evaluation_id: int, parts: Iterable[EvaluationPart]) -> None:
+    for part in parts:
+        dispatch.enqueue(dispatch.RUN_EVALUATION, evaluation_id, part.lane, queue=part.queue)
 
 
 def _spec(
@@ -175,7 +212,16 @@ def start_evaluation(
     )
     user = user if getattr(user, "is_authenticated", False) else None
     llm_evaluation_quota_check(user=user, llm_episodes=llm_episodes(spec))
-    evaluation = Evaluation.objects.create(
+    with transaction.atomic():
+        evaluation = _create(spec, name=name, workers=workers, user=user)
+        parts = _create_parts(evaluation, spec)
+    if enqueue:
+        _send_parts(evaluation.pk, parts)
+    return evaluation
+
+
+def _create(spec: EvaluationSpec, *, name: str, workers: int, user) -> Evaluation:
+    return Evaluation.objects.create(
         name=name,
         queue=evaluation_queue(spec),
         policies=list(spec.policies),
@@ -193,14 +239,12 @@ def start_evaluation(
         pinned={"players": dict(spec.players), "configs": dict(spec.configs)},
         created_by=user,
     )
-    if enqueue:
-        dispatch.enqueue(dispatch.RUN_EVALUATION, evaluation.pk, queue=evaluation.queue)
-    return evaluation
 
 
 def evaluation_create(*, progress: IO[str] | None = None, **options: Any) -> Evaluation:
     """Start an evaluation and play it here, now (``manage.py evaluate``): the same run
-    as start_evaluation's (``options`` are its keyword arguments), without a worker.
+    as start_evaluation's (``options`` are its keyword arguments), its lanes in turn,
+    without a worker.
     ``progress`` is a stream for a progress bar (None: no bar). EvaluationFailed when the
     run fails while it plays."""
     evaluation = start_evaluation(**options, enqueue=False)
@@ -213,8 +257,8 @@ def evaluation_create(*, progress: IO[str] | None = None, **options: Any) -> Eva
 
 
 def evaluation_cancel(*, evaluation: Evaluation) -> Evaluation:
-    """Cancel a queued or running evaluation: it stops within about a second (after the
-    chunk of episodes it is playing). Conflict when it is over."""
+    """Cancel a queued or running evaluation: each lane stops within about a second
+    (after the rule chunk, or the LLM episodes, playing then). Conflict when it is over."""
     if not cancel_run(evaluation):
         raise Conflict(f"Evaluation is {evaluation.status}; only queued or running ones cancel.")
     live.publish_evaluation_progress(evaluation)
@@ -238,110 +282,273 @@ def _pinned_spec(evaluation: Evaluation) -> EvaluationSpec:
     )
 
 
-class _Tracker:
-    """The engine's progress hook for one run: progress stored and published, and the
-    cancel flag read, at most once a second (and at the end)."""
+class _Lane:
+    """One lane's play, told by the engine: the new outcomes kept, then stored with the
+    progress at most once a second (and at the end), in one transaction, and the cancel
+    flag read then."""
 
-    def __init__(self, evaluation: Evaluation) -> None:
-        self.evaluation = evaluation
+    def __init__(self, evaluation: Evaluation, part: EvaluationPart) -> None:
+        self.evaluation, self.part = evaluation, part
+        self.pending: list[Outcome] = []
         self.last = 0.0
 
+    def outcomes(self, outcomes: list[Outcome]) -> None:
+        self.pending.extend(outcomes)
+
     def __call__(self, done: int, total: int, cell: str) -> None:
-        self.evaluation.done_episodes, self.evaluation.current_cell = done, cell[:300]
+        self.part.done_episodes, self.evaluation.current_cell = done, cell[:300]
         if time.monotonic() - self.last >= FLUSH_INTERVAL_S or done == total:
             self.flush()
 
     def flush(self) -> None:
         self.last = time.monotonic()
-        e = self.evaluation
-        running = Evaluation.objects.filter(pk=e.pk, status=EvaluationStatus.RUNNING).update(
-            done_episodes=e.done_episodes, current_cell=e.current_cell, heartbeat_at=timezone.now()
-        )
+        e, part, now = self.evaluation, self.part, timezone.now()
+        with transaction.atomic():
+            if self.pending:
+                rows = [outcome_record(o) for o in self.pending]
+                EvaluationPiece.objects.create(evaluation_id=e.pk, lane=part.lane, outcomes=rows)
+                self.pending = []
+            EvaluationPart.objects.filter(pk=part.pk).update(
+                done_episodes=part.done_episodes, heartbeat_at=now
+            )
+            running = Evaluation.objects.filter(pk=e.pk, status=EvaluationStatus.RUNNING).update(
+                done_episodes=_done_episodes(e.pk), current_cell=e.current_cell, heartbeat_at=now
+            )
+        e.refresh_from_db(fields=["status", "done_episodes"])
         live.publish_evaluation_progress(e)
-        if not running:  # cancelled meanwhile (or taken over): stop playing
+        if not running:  # cancelled meanwhile, or failed in the other lane: stop playing
             raise _Cancelled
 
 
-def evaluation_execute(*, evaluation_id: int, progress: IO[str] | None = None) -> Evaluation:
-    """Play a queued evaluation (the worker task's body, and ``manage.py evaluate``) and
-    store its tables; from the start again when the reconciler restarted it. A run that
-    another process plays (its heartbeat fresh) is returned as it is."""
-    stale = timezone.now() - timedelta(seconds=settings.RUN_STALL_SECONDS)
+def _done_episodes(evaluation_id: int) -> int:
+    return (
+        EvaluationPart.objects.filter(evaluation_id=evaluation_id).aggregate(
+            n=Sum("done_episodes")
+        )["n"]
+        or 0
+    )
+
+
+def _stored(evaluation_id: int, lane: str | None = None) -> list[Outcome]:
+    """The outcomes a run's lanes stored (``lane``: that lane's), in storing order."""
+    pieces = EvaluationPiece.objects.filter(evaluation_id=evaluation_id)
+    if lane is not None:
+        pieces = pieces.filter(lane=lane)
+    return [
+        outcome_from_record(row)
+        for outcomes in pieces.order_by("pk").values_list("outcomes", flat=True)
+        for row in outcomes
+    ]
+
+
+def _ensure_parts(evaluation: Evaluation) -> None:
+    """Runs created before lanes (an older task's message) get theirs now."""
+    if not EvaluationPart.objects.filter(evaluation=evaluation).exists():
+        _create_parts(evaluation, _pinned_spec(evaluation))
+
+
+def _start(evaluation_id: int) -> None:
+    """The run starts (queued -> running) if it has not: its first lane task, or the
+    first after the reconciler queued it again."""
+    now = timezone.now()
+    Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
+        status=EvaluationStatus.RUNNING, started_at=now, heartbeat_at=now, error=""
+    )
+
+
+def _claim(evaluation_id: int, lane: str) -> EvaluationPart | None:
+    """Take a lane of a running run to play: this call's when it is queued, or running
+    with an old heartbeat (its player is gone). None when the run is over or another
+    process plays the lane."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.RUN_STALL_SECONDS)
     claimable = Q(status=EvaluationStatus.QUEUED) | Q(
         Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True), status=EvaluationStatus.RUNNING
     )
-    now = timezone.now()
-    claimed = Evaluation.objects.filter(claimable, pk=evaluation_id).update(
-        status=EvaluationStatus.RUNNING,
-        started_at=now,
-        heartbeat_at=now,
-        done_episodes=0,
-        current_cell="",
-        error="",
-    )
+    claimed = EvaluationPart.objects.filter(
+        claimable,
+        evaluation_id=evaluation_id,
+        evaluation__status=EvaluationStatus.RUNNING,
+        lane=lane,
+    ).update(status=EvaluationStatus.RUNNING, heartbeat_at=now)
+    if not claimed:
+        return None
+    return EvaluationPart.objects.get(evaluation_id=evaluation_id, lane=lane)
+
+
+def evaluation_execute(
+    *, evaluation_id: int, lane: str | None = None, progress: IO[str] | None = None
+) -> Evaluation:
+    """Play a lane of an evaluation (the worker task's body), or with ``lane`` None each
+    of its lanes not yet played, in turn (``manage.py evaluate``, and an older task's
+    message); then seal the run when no lane is left. Episodes a lane stored before are
+    not played again. A lane that another process plays (its heartbeat fresh) is left
+    to it; a run that is over is returned as it is."""
+    if lane is not None and lane not in LANES:
+        raise ValueError(f"lane: one of {', '.join(LANES)}")
     evaluation = Evaluation.objects.get(pk=evaluation_id)
-    if not claimed:  # cancelled while it waited, over already, or playing elsewhere
+    if evaluation.is_terminal:
         return evaluation
+    _ensure_parts(evaluation)
+    _start(evaluation_id)
+    lanes = [lane] if lane is not None else list(
+        EvaluationPart.objects.filter(evaluation_id=evaluation_id)
+        .exclude(status=EvaluationStatus.FINISHED)
+        .values_list("lane", flat=True)
+    )  # fmt: skip
+    for name in lanes:
+        part = _claim(evaluation_id, name)
+        if part is None:
+            continue
+        if not _play_lane(evaluation_id, part, progress):
+            break  # cancelled or failed: the run is over
+    return evaluation_seal_if_done(evaluation_id=evaluation_id)
+
+
+def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | None) -> bool:
+    """Play a claimed lane to its end; False when the run ended meanwhile (cancelled,
+    or failed here or in the other lane)."""
+    evaluation = Evaluation.objects.get(pk=evaluation_id)
     live.publish_evaluation_progress(evaluation)
-    tracker = _Tracker(evaluation)
+    tracker = _Lane(evaluation, part)
     try:
         spec = _pinned_spec(evaluation)
-        # An LLM chunk can take minutes: beat while it plays, so the reconciler restarts
-        # the run only when this process is gone.
-        with Heartbeat(lambda: _touch(evaluation_id)):
-            result = evaluate(
+        # An LLM lane can take minutes between stores: beat while it plays, so the
+        # reconciler resumes the run only when this process is gone.
+        with Heartbeat(lambda: _touch(evaluation_id, part.pk)):
+            run_outcomes(
                 spec,
                 workers=evaluation.workers,
                 progress=progress,
                 on_progress=tracker,
-                extra_ratings=human_buyer_outcomes(spec),
-                extra_suppliers=human_supplier_outcomes(spec),
+                lane=part.lane,
+                skip=[episode_key(o) for o in _stored(evaluation_id, part.lane)],
+                on_outcomes=tracker.outcomes,
             )
+            tracker.flush()  # the last outcomes stored, whatever the engine last told
     except _Cancelled:
-        evaluation.refresh_from_db()
-        return evaluation
+        _drop_pieces_if_over(evaluation_id)
+        return False
     except Exception as exc:
         if is_infrastructure_error(exc):
-            _release(evaluation_id)
-            raise  # the task retries; the run starts again
-        log.exception("evaluation %s failed", evaluation_id)
+            _release(part.pk)
+            raise  # the task retries; the lane goes on from what it stored
+        log.exception("evaluation %s (%s lane) failed", evaluation_id, part.lane)
+        _close(evaluation, status=EvaluationStatus.FAILED, error=describe(exc))
+        _drop_pieces_if_over(evaluation_id)
+        return False
+    EvaluationPart.objects.filter(pk=part.pk).update(
+        status=EvaluationStatus.FINISHED, heartbeat_at=timezone.now()
+    )
+    return True
+
+
+def _drop_pieces_if_over(evaluation_id: int) -> None:
+    """A cancelled or failed run is never resumed: what its lanes stored goes."""
+    EvaluationPiece.objects.filter(
+        evaluation_id=evaluation_id,
+        evaluation__status__in=[EvaluationStatus.CANCELLED, EvaluationStatus.FAILED],
+    ).delete()
+
+
+def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
+    """Store the league tables of a running evaluation whose lanes have all ended, from
+    every stored outcome (the first of each episode, in the spec's order), and drop the
+    pieces: exactly once (the close is conditional on the run still running)."""
+    evaluation = Evaluation.objects.get(pk=evaluation_id)
+    open_lanes = EvaluationPart.objects.filter(evaluation_id=evaluation_id).exclude(
+        status=EvaluationStatus.FINISHED
+    )
+    if evaluation.status != EvaluationStatus.RUNNING or open_lanes.exists():
+        return evaluation
+    spec = _pinned_spec(evaluation)
+    try:
+        result = tables(
+            spec,
+            _stored(evaluation_id),
+            seconds=(timezone.now() - evaluation.started_at).total_seconds(),
+            extra_ratings=human_buyer_outcomes(spec),
+            extra_suppliers=human_supplier_outcomes(spec),
+        )
+        if len(result.outcomes) != evaluation.episodes:
+            raise EvaluationFailed(
+                f"{len(result.outcomes)} of {evaluation.episodes} episodes were stored."
+            )
+    except Exception as exc:
+        if is_infrastructure_error(exc):
+            raise
+        log.exception("evaluation %s could not be sealed", evaluation_id)
         return _close(evaluation, status=EvaluationStatus.FAILED, error=describe(exc))
     outcomes = result.outcomes if len(result.outcomes) <= MAX_STORED_OUTCOMES else ()
-    return _close(
-        evaluation,
-        status=EvaluationStatus.FINISHED,
-        done_episodes=evaluation.episodes,
-        current_cell="",
-        seconds=round(result.seconds, 3),
-        leaderboard=result.leaderboard,
-        ratings=result.ratings,
-        matrix=result.matrix,
-        supplier_table=result.suppliers,
-        outcomes=[outcome_row(o) for o in outcomes],
-    )
-
-
-def _close(evaluation: Evaluation, **fields: Any) -> Evaluation:
-    """End a running evaluation with ``fields`` (a cancel that came first stands)."""
-    fields = {**fields, "finished_at": timezone.now(), "heartbeat_at": timezone.now()}
-    Evaluation.objects.filter(pk=evaluation.pk, status=EvaluationStatus.RUNNING).update(**fields)
-    evaluation.refresh_from_db()
+    with transaction.atomic():
+        evaluation = _close(
+            evaluation,
+            status=EvaluationStatus.FINISHED,
+            done_episodes=evaluation.episodes,
+            current_cell="",
+            seconds=round(result.seconds, 3),
+            leaderboard=result.leaderboard,
+            ratings=result.ratings,
+            matrix=result.matrix,
+            supplier_table=result.suppliers,
+            outcomes=[outcome_row(o) for o in outcomes],
+            publish=False,
+        )
+        if evaluation.status == EvaluationStatus.FINISHED:
+            EvaluationPiece.objects.filter(evaluation_id=evaluation_id).delete()
     live.publish_evaluation_progress(evaluation)
     return evaluation
 
 
-def _touch(evaluation_id: int) -> None:
+def _close(evaluation: Evaluation, *, publish: bool = True, **fields: Any) -> Evaluation:
+    """End a running evaluation with ``fields`` (a cancel that came first stands)."""
+    fields = {**fields, "finished_at": timezone.now(), "heartbeat_at": timezone.now()}
+    Evaluation.objects.filter(pk=evaluation.pk, status=EvaluationStatus.RUNNING).update(**fields)
+    evaluation.refresh_from_db()
+    if publish:
+        live.publish_evaluation_progress(evaluation)
+    return evaluation
+
+
+def _touch(evaluation_id: int, part_id: int) -> None:
+    now = timezone.now()
+    EvaluationPart.objects.filter(pk=part_id, status=EvaluationStatus.RUNNING).update(
+        heartbeat_at=now
+    )
     Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.RUNNING).update(
-        heartbeat_at=timezone.now()
+        heartbeat_at=now
     )
 
 
-def _release(evaluation_id: int) -> None:
-    """Queue the run again for the retry to take (best effort: the database may be what
-    failed; then the reconciler takes it once the heartbeat is old)."""
+def _release(part_id: int) -> None:
+    """Queue the lane again for the retry to take (best effort: the database may be what
+    failed; then its old heartbeat lets the retry, or the reconciler, take it)."""
     try:
-        Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.RUNNING).update(
+        EvaluationPart.objects.filter(pk=part_id, status=EvaluationStatus.RUNNING).update(
             status=EvaluationStatus.QUEUED
         )
     except Exception:
-        log.warning("could not queue evaluation %s again", evaluation_id, exc_info=True)
+        log.warning("could not queue evaluation lane %s again", part_id, exc_info=True)
+
+
+def evaluation_lanes_to_resume(
+    *, evaluation_ids: Iterable[int]
+) -> list[tuple[int, str | None, str]]:
+    """For the reconciler, which has queued these stalled runs again: each one's lanes not
+    yet played, queued again too, as (evaluation, lane, queue) to send. A run with none
+    open (every lane ended, the seal did not happen; or a run from before lanes) gets
+    one task without a lane, on its own queue: it plays what is left and seals."""
+    out: list[tuple[int, str | None, str]] = []
+    for pk, queue in Evaluation.objects.filter(pk__in=list(evaluation_ids)).values_list(
+        "pk", "queue"
+    ):
+        parts = EvaluationPart.objects.filter(evaluation_id=pk).exclude(
+            status=EvaluationStatus.FINISHED
+        )
+        lanes = list(parts.order_by("lane").values_list("lane", "queue"))
+        parts.update(status=EvaluationStatus.QUEUED)
+        if lanes:
+            out.extend((pk, lane, q) for lane, q in lanes)
+        else:
+            out.append((pk, None, queue))
+    return out

@@ -40,6 +40,7 @@ from procurement.models import (
 from procurement.models.status import RunStatus
 from procurement.run_plan import GPU_QUEUE, HUMAN_QUEUE
 from procurement.services import approvals, human_seat, supplier_seat
+from procurement.services.evaluations import evaluation_lanes_to_resume
 from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
 log = logging.getLogger(__name__)
@@ -180,13 +181,13 @@ def recover_trainings(
 
 def recover_evaluations(
     *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
-) -> list[tuple[int, str]]:
-    """Claim stalled evaluation runs, with their queue: the task sent again plays each
-    from the start (an evaluation keeps no partial results)."""
+) -> list[tuple[int, str | None, str]]:
+    """Claim stalled evaluation runs: their lanes not yet played, as (evaluation, lane,
+    queue); each lane's task sent again plays only the episodes it has not stored."""
     claimed = _requeue_stalled(
         Evaluation, "evaluation", live=live, queued_grace_s=queued_grace_s, stall_s=stall_s
     )
-    return list(Evaluation.objects.filter(pk__in=claimed).values_list("pk", "queue"))
+    return evaluation_lanes_to_resume(evaluation_ids=claimed)
 
 
 def reconcile(*, stall_s: float | None = None) -> Recovery:
@@ -219,9 +220,11 @@ def reconcile(*, stall_s: float | None = None) -> Recovery:
     done.trainings_resumed = recover_trainings(live=live, **grace)
     for pk in done.trainings_resumed:
         dispatch.enqueue(dispatch.RUN_TRAINING, pk, queue=GPU_QUEUE)
-    for pk, queue in recover_evaluations(live=live, **grace):
-        dispatch.enqueue(dispatch.RUN_EVALUATION, pk, queue=queue)
-        done.evaluations_restarted.append(pk)
+    for pk, lane, queue in recover_evaluations(live=live, **grace):
+        args = (pk,) if lane is None else (pk, lane)
+        dispatch.enqueue(dispatch.RUN_EVALUATION, *args, queue=queue)
+        if pk not in done.evaluations_restarted:
+            done.evaluations_restarted.append(pk)
     if done:
         log.warning("reconciler: %s", done.as_dict())
     return done

@@ -18,7 +18,10 @@ as ``timeout:rule`` and the page says when and why.
 
 The seat is sealed like a buyer's: its world is drawn under the server's key
 (procurement.worlds), so the seed, even one the analyst chose, rebuilds nothing of the
-buyer's side. While it runs, the episode's full record (budget, the buyer's reasons,
+buyer's side. That key also draws sealed evaluations' worlds, so a chosen seed inside a
+sealed evaluation's range on that scenario is refused: no one rehearses a held-out world.
+
+While it runs, the episode's full record (budget, the buyer's reasons,
 the other suppliers) is closed to the seat holder (``seat_hides_record``); it opens when
 the episode ends.
 """
@@ -47,6 +50,7 @@ from procurement import dispatch
 from procurement.errors import ApplicationError, Conflict, Forbidden
 from procurement.models import Episode, EpisodeStatus, PolicyConfig, Scenario
 from procurement.run_plan import HUMAN_POLICY
+from procurement.selectors.evaluations import sealed_evaluation_holding
 from procurement.services import live
 from procurement.services.episodes import (
     episode_build,
@@ -72,6 +76,20 @@ SEAT_CLOSED = (
     "You play a supplier of this episode: its full record (the buyer's side) opens when "
     "it ends. Your seat's page shows your side."
 )
+
+
+def _check_seed_not_held_out(scenario: str, seed: int) -> None:
+    """A chosen seed may not open a sealed evaluation's world: the seat's world is drawn
+    under the same key, so the person would rehearse (and, once it ends, read) a
+    held-out world. ValidationError naming the evaluation's range."""
+    held = sealed_evaluation_holding(scenario=scenario, seed=seed)
+    if held is not None:
+        end = held.seed_start + held.seeds - 1
+        message = (
+            f"Seed {seed} is held out: sealed evaluation #{held.pk} plays '{scenario}' on "
+            f"seeds {held.seed_start}-{end}. Choose another seed, or leave it out."
+        )
+        raise ValidationError({"seed": [message]})
 
 
 def seat_hides_record(episode: Episode, user) -> bool:
@@ -119,6 +137,8 @@ def supplier_seat_start(
         raise ValidationError({"idle_seconds": [f"Between {lo} and {hi} seconds."]})
     if seed is not None and not 0 <= seed < SEED_BOUND:
         raise ValidationError({"seed": [f"A seed is between 0 and {SEED_BOUND - 1}."]})
+    if seed is not None:
+        _check_seed_not_held_out(scenario.name, seed)
     episode = episode_build(
         scenario=scenario,
         policy=policy,

@@ -3,6 +3,7 @@ plays (the gpu queue for language models), the run's life cycle, cancel, restart
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -86,21 +87,40 @@ def _sent_messages(queue: str) -> list[dict]:
         return out
 
 
+def _lane(message: dict) -> str:
+    body = message["body"]
+    if (message.get("properties") or {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    return json.loads(body)[0][1]
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("params", "queue"),
+    ("params", "queue", "lanes"),
     [
-        ({"policies": "expert,always_accept", "suppliers": "scenario,hardball"}, "cpu"),
-        ({"policies": "expert", "suppliers": "hardball,llm:{model}"}, "gpu"),
-        ({"policies": "expert,llm-tiny", "suppliers": "hardball"}, "gpu"),
-        ({"policies": "expert", "scenarios": "llm_bilateral"}, "gpu"),
+        (
+            {"policies": "expert,always_accept", "suppliers": "scenario,hardball"},
+            "cpu",
+            {"cpu": ["rule"], "gpu": []},
+        ),
+        (
+            {"policies": "expert", "suppliers": "hardball,llm:{model}"},
+            "gpu",
+            {"cpu": ["rule"], "gpu": ["llm"]},
+        ),
+        (
+            {"policies": "expert,llm-tiny", "suppliers": "hardball"},
+            "gpu",
+            {"cpu": ["rule"], "gpu": ["llm"]},
+        ),
+        ({"policies": "expert", "scenarios": "llm_bilateral"}, "gpu", {"cpu": [], "gpu": ["llm"]}),
     ],
 )
-def test_celery_gets_llm_evaluations_on_the_gpu_queue(
-    db, model_folder, params, queue, django_capture_on_commit_callbacks
+def test_celery_gets_each_lane_on_its_queue(
+    db, model_folder, params, queue, lanes, django_capture_on_commit_callbacks
 ) -> None:
-    """The real producer sends the task (to an in-memory broker): the message waits in
-    the queue the evaluation's plays decide."""
+    """The real producer sends the tasks (to an in-memory broker): a mixed evaluation's
+    rule episodes wait on cpu and its model episodes on gpu, one message per lane."""
     PolicyConfig.objects.create(
         name="llm-tiny", policy="llm", backend="transformers", model=str(model_folder)
     )
@@ -111,12 +131,15 @@ def test_celery_gets_llm_evaluations_on_the_gpu_queue(
         with override_settings(TASK_RUNNER="celery", CELERY_BROKER_URL="memory://"):
             with django_capture_on_commit_callbacks(execute=True):
                 evaluation = svc.start_evaluation(**params, seeds=2)
-            sent = _sent_messages(queue)
-            other = _sent_messages("gpu" if queue == "cpu" else "cpu")
+            sent = {q: _sent_messages(q) for q in ("cpu", "gpu")}
     finally:
         dispatch.producer.cache_clear()
     assert evaluation.queue == queue and evaluation.status == EvaluationStatus.QUEUED
-    assert [run_ref(m) for m in sent] == [("evaluation", evaluation.pk)] and other == []
+    assert {q: [_lane(m) for m in sent[q]] for q in sent} == lanes
+    assert {run_ref(m) for q in sent for m in sent[q]} == {("evaluation", evaluation.pk)}
+    parts = {p.lane: (p.queue, p.episodes) for p in evaluation.parts.all()}
+    assert sum(n for _, n in parts.values()) == evaluation.episodes
+    assert parts.get("llm", (None, 0))[1] == evaluation.llm_episodes
 
 
 @pytest.mark.django_db
@@ -172,7 +195,7 @@ def test_cancel_stops_a_running_evaluation_and_a_queued_one_never_starts(db, mon
 
 @pytest.mark.django_db
 def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
-    db, model_folder, monkeypatch
+    db, model_folder, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     rule = svc.start_evaluation(policies="expert", scenarios="bilateral", seeds=2, enqueue=False)
     llm = svc.start_evaluation(
@@ -183,10 +206,43 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
     Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
     sent = []
     monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
-    with override_settings(TASK_RUNNER="thread"):
+    with (
+        override_settings(TASK_RUNNER="thread"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         done = reconcile(stall_s=60)
     assert sorted(done.evaluations_restarted) == sorted([rule.pk, llm.pk])
     assert Evaluation.objects.filter(status=EvaluationStatus.QUEUED).count() == 2
+    # each open lane is sent again on its own queue
+    assert sorted((args, queue) for _, args, queue in sent) == sorted(
+        [((rule.pk, "rule"), "cpu"), ((llm.pk, "llm"), "gpu")]
+    )
+
+
+@pytest.mark.django_db
+def test_a_run_whose_lanes_all_ended_unsealed_is_sealed_on_resume(
+    db, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    evaluation = svc.start_evaluation(
+        policies="expert", scenarios="bilateral", seeds=3, enqueue=False
+    )
+    real = svc.evaluation_seal_if_done
+    monkeypatch.setattr(svc, "evaluation_seal_if_done", lambda **kw: None)  # died sealing
+    svc.evaluation_execute(evaluation_id=evaluation.pk, lane="rule")
+    monkeypatch.setattr(svc, "evaluation_seal_if_done", real)
+    old = timezone.now() - timedelta(hours=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=old)
+    assert evaluation.parts.get().status == "finished"
+    sent = []
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))
+    with (
+        override_settings(TASK_RUNNER="thread"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        reconcile(stall_s=60)
+    assert [(args, queue) for _, args, queue in sent] == [((evaluation.pk,), "cpu")]
+    done = svc.evaluation_execute(evaluation_id=evaluation.pk)  # the task sent: no lane
+    assert done.status == "finished" and len(done.outcomes) == 3
 
 
 class _Recorder:

@@ -17,7 +17,7 @@ from procurement.services import supplier_seat
 from procurement.services.datasets import dataset_export
 from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_replay
-from procurement.services.evaluations import evaluation_create
+from procurement.services.evaluations import evaluation_create, start_evaluation
 from procurement.worlds import episode_env
 
 pytestmark = pytest.mark.django_db
@@ -207,6 +207,44 @@ def test_a_bad_start_is_refused_and_creates_nothing(
     response = _start(analyst, **over)
     assert response.status_code == 400 and field in json.dumps(response.json()), response.json()
     assert snapshot_counts() == before
+
+
+def test_a_chosen_seed_in_a_sealed_range_is_refused_and_creates_nothing(
+    api_client_for, seeded, snapshot_counts
+) -> None:
+    held = start_evaluation(
+        policies="expert", scenarios="bilateral", seeds=5, seed_start=10, sealed=True, enqueue=False
+    )
+    start_evaluation(  # a public evaluation holds nothing back
+        policies="expert", scenarios="bilateral", seeds=5, seed_start=20, enqueue=False
+    )
+    analyst = api_client_for("analyst")
+    before = snapshot_counts()
+    for seed in (10, 14):
+        response = _start(analyst, seed=seed)
+        assert response.status_code == 400, response.json()
+        assert f"sealed evaluation #{held.pk}" in json.dumps(response.json()["seed"])
+    assert snapshot_counts() == before
+    # outside the range, on a public evaluation's seeds, or drawn by the server: allowed
+    for over in ({"seed": 9}, {"seed": 15}, {"seed": 22}, {}):
+        assert _start(analyst, **over).status_code == 201, over
+    assert Episode.objects.filter(supplier_seat__isnull=False).count() == 4
+
+
+def test_a_rehearsed_world_is_rated_once(api_client_for, seeded) -> None:
+    analyst = api_client_for("analyst")
+    for _ in range(2):  # the same world twice, before any evaluation holds it
+        response = _start(analyst)
+        assert response.status_code == 201
+        episode = Episode.objects.get(pk=response.json()["id"])
+        episode_run(episode_id=episode.pk, live_updates=False)
+        _play_to_the_end(analyst, episode)
+    evaluation = evaluation_create(
+        policies="expert", scenarios="bilateral", seeds=1, seed_start=SEED, sealed=True
+    )
+    name = f"human:{analyst.user.get_username()}"
+    suppliers = {r["player"]: r for r in evaluation.ratings if r["kind"] == "supplier"}
+    assert suppliers[name]["matches"] == 1
 
 
 def test_an_idle_seat_passes_to_the_rule_supplier(seat) -> None:

@@ -128,6 +128,51 @@ def test_celery_main_process_sigkilled(stack: Stack) -> None:
     stack.assert_one_result_per_cell(sweep)
 
 
+def test_celery_worker_sigkilled_mid_evaluation_resumes_where_it_stopped(stack: Stack) -> None:
+    """Before: a restarted evaluation played every episode again from 0. After: the lane
+    a new worker takes plays only the episodes the killed one had not stored, and the
+    run seals with every episode once."""
+    stack.redis.start()
+    first = stack.worker("doomed")
+    evaluation = stack.django(
+        "import json\n"
+        "from procurement.services.evaluations import start_evaluation\n"
+        "e = start_evaluation(policies='expert,always_accept,random', scenarios='bilateral',"
+        " seeds=200)\n"
+        "print(json.dumps(e.pk))"
+    )
+    stored_sql = (
+        "SELECT coalesce(sum(jsonb_array_length(outcomes)), 0) FROM procurement_evaluationpiece"
+        " WHERE evaluation_id=%s"
+    )
+    wait_until(
+        lambda: stack.sql(stored_sql, evaluation)[0][0] >= 60, timeout=90, what="stored outcomes"
+    )
+    first.kill()
+    stored = stack.sql(stored_sql, evaluation)[0][0]
+    assert 60 <= stored < 600
+    killed_at = time.monotonic()
+    stack.worker("rescuer")
+    seen: list[int] = []
+
+    def finished() -> bool:
+        status, done = stack.sql(
+            "SELECT status, done_episodes FROM procurement_evaluation WHERE id=%s", evaluation
+        )[0]
+        if status == "running":
+            seen.append(done)
+        return status == "finished"
+
+    wait_until(finished, timeout=150, what="the resumed evaluation", every=0.05)
+    assert time.monotonic() - killed_at < 150
+    # progress went on from what was stored: never back to 0
+    assert seen and min(seen) >= stored, (stored, seen[:10])
+    (rows,) = stack.sql("SELECT outcomes FROM procurement_evaluation WHERE id=%s", evaluation)[0]
+    keys = [tuple(r[:6]) for r in rows]
+    assert len(keys) == len(set(keys)) == 600  # every episode once
+    print(f"\nkilled with {stored} of 600 episodes stored; resumed from {min(seen)}")
+
+
 class EmbeddedServer:
     """``daphne`` on the embedded default (SQLite, in-process worker thread)."""
 

@@ -111,3 +111,49 @@ def test_a_failing_episode_fails_alone() -> None:
     with pytest.raises(ValueError, match="bad policy config"):
         run_episodes_concurrently(jobs, backend=backend, max_wait_s=30)
     assert run_episodes_concurrently([], backend=backend) == []
+
+
+def test_a_rolling_batch_tells_each_episode_with_its_own_calls_and_plays_the_same_games() -> None:
+    reply = both(simple_buyer, fair_supplier)
+    jobs = [(_cfg("bilateral"), _free, seed) for seed in range(12)]
+    ended: list[tuple[int, int]] = []
+    sequential, _, concurrent, inner, _ = _both_ways(
+        jobs, reply, max_workers=4, on_done=lambda i, r, p: ended.append((i, p.stats.requests))
+    )
+    assert sorted(i for i, _ in ended) == list(range(12))
+    assert [_trajectory(r) for r in sequential] == [_trajectory(r) for r in concurrent]
+    calls = {i: n for i, n in ended}  # each participant played one episode alone
+    assert all(
+        calls[i] == r.metrics["buyer_llm_calls"] + r.metrics["supplier_llm_decisions"]
+        for i, r in enumerate(concurrent)
+    )
+    assert sum(calls.values()) == inner.stats.requests and max(inner.stats.batch_sizes) <= 8
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_hook_that_raises_stops_the_play_within_the_round_in_flight() -> None:
+    inner = ScriptedBackend(both(simple_buyer, fair_supplier))
+    started: list[int] = []
+
+    def counted(backend):
+        started.append(1)
+        return _free(backend)
+
+    jobs = [(_cfg("bilateral"), counted, seed) for seed in range(40)]
+    at_stop: list[int] = []
+
+    def cancel(index, result, participant) -> None:
+        at_stop.append(inner.stats.calls)
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        run_episodes_concurrently(
+            jobs, backend=BatchingBackend(inner, max_wait_s=30), max_workers=8, on_done=cancel
+        )
+    # the 8 slots, each of which may have taken its next job as its episode ended (before
+    # the hook ran): those get no model call; nothing further starts
+    assert len(started) <= 2 * 8
+    assert inner.stats.calls - at_stop[0] <= 1  # at most the round in flight, then none
