@@ -42,10 +42,20 @@ def tokenize_chat(tokenizer: Any, messages: list[dict[str, str]]) -> dict[str, l
     return {"input_ids": ids, "assistant_masks": mask}
 
 
-def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
-    """The SFTTrainer for ``job.examples`` (already validated non-empty)."""
+def build_trainer(
+    job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any, *, compact: bool = True
+) -> Any:
+    """The SFTTrainer for ``job.examples`` (already validated non-empty): one chat (a whole
+    episode, every decision in it) per sequence, batch 1 without padding by default.
+    ``compact`` (the default) scores the LM head only at the label tokens (``loss.py``);
+    False keeps TRL's own loss (the baseline ``bench/sft_speed.py`` compares against)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
+
+    from .loss import CompactLossMixin
+
+    class CompactSFTTrainer(CompactLossMixin, SFTTrainer):
+        pass
 
     rows = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.examples]
     context = _context_tokens(model)
@@ -56,7 +66,7 @@ def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], pe
         packing=False,
         dataset_num_proc=None,
     )
-    return SFTTrainer(
+    return (CompactSFTTrainer if compact else SFTTrainer)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),
