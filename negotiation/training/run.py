@@ -38,6 +38,10 @@ def _check(job: TrainJob) -> None:
         raise TrainingError(f"{base} is not a Hugging Face model folder (no config.json)")
     if job.kind == "sft" and not job.examples:
         raise TrainingError("sft needs examples: no episode matched")
+    if job.eval_examples and job.kind != "sft":
+        raise TrainingError("eval_examples are for sft")
+    if job.eval_every < 0:
+        raise TrainingError("eval_every must be >= 0")
     if job.kind == "grpo" and not job.rows:
         raise TrainingError("grpo needs (scenario, seed) rows")
     if job.max_steps < 1 or job.learning_rate <= 0 or job.batch_size < 1 or job.grad_accum < 1:
@@ -134,7 +138,9 @@ def _data_summary(job: TrainJob) -> dict[str, Any]:
     summary = dict(job.data_summary)
     if job.kind == "sft":
         turns = sum(sum(m["role"] == "assistant" for m in ex["messages"]) for ex in job.examples)
-        summary.update(examples=len(job.examples), assistant_turns=turns)
+        summary.update(
+            examples=len(job.examples), assistant_turns=turns, eval_examples=len(job.eval_examples)
+        )
     else:
         summary.update(
             scenarios=sorted({s for s, _ in job.rows}),

@@ -58,6 +58,15 @@ def build_trainer(
         pass
 
     rows = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.examples]
+    held_out = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.eval_examples]
+    if held_out:
+        args = {
+            **args,
+            "eval_strategy": "steps",
+            "eval_steps": job.eval_every or job.max_steps,
+            "per_device_eval_batch_size": 1,
+            "prediction_loss_only": True,  # the compact loss builds no logits
+        }
     context = _context_tokens(model)
     config = SFTConfig(
         **args,
@@ -70,6 +79,7 @@ def build_trainer(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),
+        eval_dataset=Dataset.from_list(held_out) if held_out else None,
         processing_class=tokenizer,
         peft_config=peft,
     )

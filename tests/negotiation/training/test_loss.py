@@ -68,7 +68,7 @@ def test_compact_loss_through_lora(model) -> None:
         peft_model.unload()  # the module-scoped model goes back as it was
 
 
-def test_the_sft_trainer_uses_the_compact_loss(tmp_path: Path) -> None:
+def test_the_sft_trainer_uses_the_compact_loss_and_logs_held_out_loss(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from negotiation.training import TrainJob
@@ -79,13 +79,29 @@ def test_the_sft_trainer_uses_the_compact_loss(tmp_path: Path) -> None:
     folder = build_tiny_model(tmp_path / "m", arch="llama")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder)
-    messages = [
-        {"role": "system", "content": "rules"},
-        {"role": "user", "content": "state"},
-        {"role": "assistant", "content": '{"action_type": "defer"}'},
-    ]
-    job = TrainJob("sft", folder, tmp_path / "out", examples=[{"messages": messages}], max_steps=2)
+
+    def chat(reply: str) -> dict:
+        return {
+            "messages": [
+                {"role": "system", "content": "rules"},
+                {"role": "user", "content": "state"},
+                {"role": "assistant", "content": reply},
+            ]
+        }
+
+    job = TrainJob(
+        "sft",
+        folder,
+        tmp_path / "out",
+        examples=[chat('{"action_type": "defer"}')],
+        eval_examples=[chat('{"action_type": "reject"}')],
+        eval_every=1,
+        max_steps=2,
+    )
     trainer = build_trainer(job, model, tokenizer, _training_args(job, "cpu"), None)
     assert isinstance(trainer, CompactLossMixin)
     trainer.train()
-    assert trainer.state.global_step == job.max_steps
+    assert trainer.state.global_step == 2
+    held_out = [h for h in trainer.state.log_history if "eval_loss" in h]
+    assert [h["step"] for h in held_out] == [1, 2]
+    assert all(h["eval_loss"] > 0 and "eval_mean_token_accuracy" in h for h in held_out)
