@@ -50,7 +50,9 @@ def step_flops(model: Any, tokens: int, head_rows: int) -> float:
     return 3 * (2 * body * tokens + attention + 2 * d * vocab * head_rows)
 
 
-def run_case(examples: list[dict], compact: bool, bf16: bool, steps: int) -> dict[str, Any]:
+def run_case(
+    examples: list[dict], compact: bool, bf16: bool, steps: int, warm_up: bool
+) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -58,6 +60,7 @@ def run_case(examples: list[dict], compact: bool, bf16: bool, steps: int) -> dic
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     with tempfile.TemporaryDirectory() as out:
+        first = 0 if warm_up else 1
         job = TrainJob("sft", folder, Path(out), examples=examples, max_steps=steps + 1)
         args = _training_args(job, "cpu")
         args["bf16"] = bf16
@@ -66,16 +69,18 @@ def run_case(examples: list[dict], compact: bool, bf16: bool, steps: int) -> dic
         trainer.create_optimizer_and_scheduler(num_training_steps=steps + 1)
         model.train()
         seconds, tokens, flops = 0.0, 0, 0.0
-        for i in range(steps + 1):
+        for i in range(first, steps + 1):
             batch = next(batches)
             n = int(batch["input_ids"].numel())
             labels = int((batch["labels"][:, 1:] != -100).sum())
             started = time.perf_counter()
-            loss = trainer.training_step(model, batch)
+            with trainer.compute_loss_context_manager():  # bf16 autocast, as in training
+                loss = trainer.compute_loss(model, trainer._prepare_inputs(batch))
+            loss.backward()
             trainer.optimizer.step()
             trainer.optimizer.zero_grad()
             took = time.perf_counter() - started
-            if i:  # the first step warms up
+            if i:  # step 0 warms the process up (the first case only)
                 seconds += took
                 tokens += n
                 flops += step_flops(model, n, labels if compact else n)
@@ -95,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--bf16", action="store_true", help="also try bf16 autocast")
+    p.add_argument("--warm-up", action="store_true", help="an unmeasured first step")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
     p.add_argument("--out", type=Path, default=Path("data/bench_sft_speed.json"))
     args = p.parse_args(argv)
@@ -104,32 +110,30 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     played = [run_episode("bilateral", get_policy("expert", seed=s), s) for s in range(8)]
     sources = [EpisodeSource("bilateral", r.seed, [s.action for s in r.steps]) for r in played]
+    # compact first: it pays the process's one-time costs (no warm-up step by default)
+    cases = [(c, compact, False) for c in args.chars for compact in (True, False)]
+    if args.bf16:
+        cases += [(c, True, True) for c in args.chars]
     results = []
-    for _ in range(args.rounds):
-        for chars in args.chars:
+    for r in range(args.rounds):
+        for k, (chars, compact, bf16) in enumerate(cases):
             examples = chat_examples(sources, max_prompt_chars=chars)
-            for compact in (False, True):
-                for bf16 in (False, True) if args.bf16 else (False,):
-                    fp32 = probe(torch.float32)
-                    low = probe(torch.bfloat16) if bf16 else None
-                    case = run_case(examples, compact, bf16, args.steps)
-                    ref = low if bf16 else fp32
-                    case.update(
-                        chars=chars,
-                        compact=compact,
-                        bf16=bf16,
-                        probe_flops_per_s=ref,
-                        fraction_of_probe=case["flops_per_s"] / ref,
-                        load=os.getloadavg()[0],
-                        threads=torch.get_num_threads(),
-                    )
-                    results.append(case)
-                    print(
-                        json.dumps(
-                            {k: round(v, 4) if isinstance(v, float) else v for k, v in case.items()}
-                        ),
-                        flush=True,
-                    )
+            fp32 = probe(torch.float32)
+            ref = probe(torch.bfloat16) if bf16 else fp32
+            warm_up = args.warm_up and r == 0 and k == 0
+            case = run_case(examples, compact, bf16, args.steps, warm_up=warm_up)
+            case.update(
+                chars=chars,
+                compact=compact,
+                bf16=bf16,
+                probe_flops_per_s=ref,
+                fraction_of_probe=case["flops_per_s"] / ref,
+                load=os.getloadavg()[0],
+                threads=torch.get_num_threads(),
+            )
+            results.append(case)
+            shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in case.items()}
+            print(json.dumps(shown), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
 

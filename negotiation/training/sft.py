@@ -64,6 +64,7 @@ def build_trainer(
             **args,
             "eval_strategy": "steps",
             "eval_steps": job.eval_every or job.max_steps,
+            "eval_on_start": True,  # the base model's held-out loss: the curve's step 0
             "per_device_eval_batch_size": 1,
             "prediction_loss_only": True,  # the compact loss builds no logits
         }

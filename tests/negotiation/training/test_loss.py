@@ -103,5 +103,5 @@ def test_the_sft_trainer_uses_the_compact_loss_and_logs_held_out_loss(tmp_path: 
     trainer.train()
     assert trainer.state.global_step == 2
     held_out = [h for h in trainer.state.log_history if "eval_loss" in h]
-    assert [h["step"] for h in held_out] == [1, 2]
+    assert [h["step"] for h in held_out] == [0, 1, 2]
     assert all(h["eval_loss"] > 0 and "eval_mean_token_accuracy" in h for h in held_out)
