@@ -8,6 +8,7 @@ tokens/s, model FLOP/s (6 x matmul params x tokens + causal attention + the LM h
 the positions each path scores) and its fraction of the probe's FLOP/s.
 
 Usage: PYTHONPATH=$PWD .venv/bin/python bench/sft_speed.py [--chars 12000,4000] [--steps 2]
+       [--cases compact,trl,bf16]
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def run_case(
             n = int(batch["input_ids"].numel())
             labels = int((batch["labels"][:, 1:] != -100).sum())
             started = time.perf_counter()
-            with trainer.compute_loss_context_manager():  # bf16 autocast, as in training
+            # the Trainer autocasts the model it wraps at train(); this raw model needs it here
+            cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+            with cast:
                 loss = trainer.compute_loss(model, trainer._prepare_inputs(batch))
             loss.backward()
             trainer.optimizer.step()
@@ -99,7 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chars", type=lambda s: [int(x) for x in s.split(",")], default=[12000])
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--bf16", action="store_true", help="also try bf16 autocast")
+    p.add_argument(
+        "--cases",
+        type=lambda s: s.split(","),
+        default=["compact", "trl", "bf16"],
+        help="compact (LM head at labels), trl (TRL's loss), bf16 (compact, bf16 autocast)",
+    )
     p.add_argument("--warm-up", action="store_true", help="an unmeasured first step")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
     p.add_argument("--out", type=Path, default=Path("data/bench_sft_speed.json"))
@@ -111,9 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     played = [run_episode("bilateral", get_policy("expert", seed=s), s) for s in range(8)]
     sources = [EpisodeSource("bilateral", r.seed, [s.action for s in r.steps]) for r in played]
     # compact first: it pays the process's one-time costs (no warm-up step by default)
-    cases = [(c, compact, False) for c in args.chars for compact in (True, False)]
-    if args.bf16:
-        cases += [(c, True, True) for c in args.chars]
+    named = {"compact": (True, False), "trl": (False, False), "bf16": (True, True)}
+    cases = [(c, *named[name]) for c in args.chars for name in args.cases]
     results = []
     for r in range(args.rounds):
         for k, (chars, compact, bf16) in enumerate(cases):
