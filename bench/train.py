@@ -228,7 +228,13 @@ def plot(curves: dict[str, list], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train-episodes", type=int, default=8, help="expert episodes per preset")
+    p.add_argument(
+        "--train-episodes",
+        type=int,
+        default=8,
+        help="expert episodes per preset (seeds 0..N-1; the bilateral presets share each "
+        "seed's item and prices, so N seeds are N price scales, whatever the presets)",
+    )
     p.add_argument("--train-presets", type=lambda s: s.split(","), default=list(BILATERAL))
     p.add_argument("--sft-steps", type=int, default=30)
     p.add_argument("--sft-lr", type=float, default=5e-5, help="2e-4 suits --lora")
