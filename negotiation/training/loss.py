@@ -60,7 +60,10 @@ class CompactLossMixin:
     ``mean_token_accuracy`` and ``num_tokens`` metrics."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        loss, stats = compact_loss(model, inputs, num_items_in_batch)
+        # accelerate autocasts by wrapping model.forward, which compact_loss goes around
+        # (backbone and head are called directly), so the trainer's precision is set here
+        with self.accelerator.autocast():
+            loss, stats = compact_loss(model, inputs, num_items_in_batch)
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
         n = stats["loss_tokens"]

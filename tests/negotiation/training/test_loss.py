@@ -105,3 +105,31 @@ def test_the_sft_trainer_uses_the_compact_loss_and_logs_held_out_loss(tmp_path: 
     held_out = [h for h in trainer.state.log_history if "eval_loss" in h]
     assert [h["step"] for h in held_out] == [0, 1, 2]
     assert all(h["eval_loss"] > 0 and "eval_mean_token_accuracy" in h for h in held_out)
+
+
+def test_the_compact_loss_runs_in_the_trainers_precision(tmp_path: Path) -> None:
+    """bf16 on: the head's logits are bfloat16 inside compute_loss (accelerate's autocast
+    wraps model.forward, which the compact loss goes around)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from negotiation.training import TrainJob
+    from negotiation.training.run import _training_args
+    from negotiation.training.sft import build_trainer
+
+    folder = build_tiny_model(tmp_path / "m", arch="llama")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    chat = [
+        {"role": "user", "content": "state"},
+        {"role": "assistant", "content": '{"action_type": "defer"}'},
+    ]
+    job = TrainJob("sft", folder, tmp_path / "out", examples=[{"messages": chat}], max_steps=1)
+    seen: list = []
+    head = model.get_output_embeddings()
+    head.register_forward_hook(lambda mod, args, out: seen.append(out.dtype))
+    for bf16 in (True, False):
+        args = {**_training_args(job, "cpu"), "bf16": bf16}
+        trainer = build_trainer(job, model, tokenizer, args, None)
+        batch = next(iter(trainer.get_train_dataloader()))
+        trainer.compute_loss(model, trainer._prepare_inputs(batch))
+    assert seen == [torch.bfloat16, torch.float32]
