@@ -65,6 +65,9 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     assert max(grpo_seeds, default=0) < HELD_OUT
     sources = expert_sources(args.train_presets, sft_seeds)
     examples = chat_examples(sources, max_prompt_chars=args.max_prompt_chars)
+    # held-out chats for the loss curve: evaluation seeds, never trained on
+    held_out = expert_sources(args.eval_presets, range(HELD_OUT, HELD_OUT + args.eval_chats))
+    eval_examples = chat_examples(held_out, max_prompt_chars=args.max_prompt_chars)
     print(
         f"data: {len(sources)} expert episodes (mean score "
         f"{sum(s.score or 0 for s in sources) / len(sources):.3f}), {len(examples)} chats, "
@@ -74,7 +77,8 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     def log(kind: str):
         def on_log(step: int, metrics: dict[str, float]) -> None:
             curves[kind].append({"step": step, **metrics})
-            shown = {k: round(v, 4) for k, v in metrics.items() if k in ("loss", "reward")}
+            keys = ("loss", "reward", "eval_loss", "eval_mean_token_accuracy")
+            shown = {k: round(v, 4) for k, v in metrics.items() if k in keys}
             print(f"  {kind} step {step}: {shown} ({metrics['seconds']:.0f} s)", flush=True)
 
         return on_log
@@ -91,6 +95,8 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
             smollm2_folder(),
             out / "sft",
             examples=examples,
+            eval_examples=eval_examples,
+            eval_every=args.sft_eval_every,
             max_steps=args.sft_steps,
             learning_rate=args.sft_lr,
             grad_accum=args.grad_accum,
@@ -142,6 +148,8 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
     seeds = range(HELD_OUT, HELD_OUT + args.eval_seeds)
     table = []
     for label, folder in folders.items():
+        if args.play is not None and label not in args.play:
+            continue
         backend = get_backend("transformers", str(folder), device=args.device)
         for preset in args.eval_presets:
             started = time.perf_counter()
@@ -198,8 +206,14 @@ def plot(curves: dict[str, list], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("sft", "loss"), ("grpo", "reward"), ("sft", "learning_rate")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.6))
+    panels = [
+        ("sft", "loss"),
+        ("sft", "eval_loss"),
+        ("sft", "eval_mean_token_accuracy"),
+        ("grpo", "reward"),
+        ("sft", "learning_rate"),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
     for ax, (kind, key) in zip(axes, panels, strict=True):
         points = [(p["step"], p[key]) for p in curves[kind] if key in p]
         if points:
@@ -214,11 +228,30 @@ def plot(curves: dict[str, list], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train-episodes", type=int, default=8, help="expert episodes per preset")
+    p.add_argument(
+        "--train-episodes",
+        type=int,
+        default=8,
+        help="expert episodes per preset (seeds 0..N-1; the bilateral presets share each "
+        "seed's item and prices, so N seeds are N price scales, whatever the presets)",
+    )
     p.add_argument("--train-presets", type=lambda s: s.split(","), default=list(BILATERAL))
     p.add_argument("--sft-steps", type=int, default=30)
     p.add_argument("--sft-lr", type=float, default=5e-5, help="2e-4 suits --lora")
     p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument(
+        "--eval-chats",
+        type=int,
+        default=2,
+        help="held-out expert episodes per eval preset scored for the SFT loss curve (eval_loss)",
+    )
+    p.add_argument("--sft-eval-every", type=int, default=5, help="steps between eval_loss")
+    p.add_argument(
+        "--play",
+        type=lambda s: s.split(","),
+        default=None,
+        help="trained models to play (smollm2,sft,sft+grpo; default all)",
+    )
     p.add_argument("--lora", action="store_true", help="LoRA (merged) instead of full tuning")
     p.add_argument("--grpo-steps", type=int, default=4, help="0 skips GRPO")
     p.add_argument("--grpo-lr", type=float, default=2e-5)

@@ -54,6 +54,10 @@ class TrainJob:
     - ``max_prompt_chars``: the BuyerChat budget the examples were rendered with (grpo
       renders its prompts with it); the lineage's ``policy_params`` repeats it so the
       registered ``llm`` policy plays with the same budget.
+    - ``eval_examples``: held-out chats (sft only; ``chat_examples`` of episodes never
+      trained on): their loss and token accuracy on the assistant turns are logged
+      (``eval_loss``, ``eval_mean_token_accuracy``) every ``eval_every`` steps (0: at the
+      end only), a cheap learning curve that needs no episode played.
     - ``data_summary``: free-form facts about the data for the lineage (filled by
       ``chat_examples`` callers, e.g. policy filter); scenarios/seeds/counts are added.
     """
@@ -75,6 +79,8 @@ class TrainJob:
     seed: int = 0
     device: Device = "auto"
     save_every: int = 0  # checkpoint every N steps (0: only at the end or on cancel)
+    eval_examples: list[dict[str, Any]] = field(default_factory=list)
+    eval_every: int = 0
     data_summary: dict[str, Any] = field(default_factory=dict)
 
 

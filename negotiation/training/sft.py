@@ -42,12 +42,32 @@ def tokenize_chat(tokenizer: Any, messages: list[dict[str, str]]) -> dict[str, l
     return {"input_ids": ids, "assistant_masks": mask}
 
 
-def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
-    """The SFTTrainer for ``job.examples`` (already validated non-empty)."""
+def build_trainer(
+    job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any, *, compact: bool = True
+) -> Any:
+    """The SFTTrainer for ``job.examples`` (already validated non-empty): one chat (a whole
+    episode, every decision in it) per sequence, batch 1 without padding by default.
+    ``compact`` (the default) scores the LM head only at the label tokens (``loss.py``);
+    False keeps TRL's own loss (the baseline ``bench/sft_speed.py`` compares against)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    from .loss import CompactLossMixin
+
+    class CompactSFTTrainer(CompactLossMixin, SFTTrainer):
+        pass
+
     rows = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.examples]
+    held_out = [tokenize_chat(tokenizer, ex["messages"]) for ex in job.eval_examples]
+    if held_out:
+        args = {
+            **args,
+            "eval_strategy": "steps",
+            "eval_steps": job.eval_every or job.max_steps,
+            "eval_on_start": True,  # the base model's held-out loss: the curve's step 0
+            "per_device_eval_batch_size": 1,
+            "prediction_loss_only": True,  # the compact loss builds no logits
+        }
     context = _context_tokens(model)
     config = SFTConfig(
         **args,
@@ -56,10 +76,11 @@ def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], pe
         packing=False,
         dataset_num_proc=None,
     )
-    return SFTTrainer(
+    return (CompactSFTTrainer if compact else SFTTrainer)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),
+        eval_dataset=Dataset.from_list(held_out) if held_out else None,
         processing_class=tokenizer,
         peft_config=peft,
     )

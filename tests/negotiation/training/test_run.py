@@ -117,6 +117,8 @@ def test_lora_is_merged_into_a_plain_folder(base: Path, examples: list, tmp_path
         ({"kind": "dpo"}, "kind must be"),
         ({"max_steps": 0}, "must be > 0"),
         ({"base_model": Path("/nonexistent")}, "not a Hugging Face model folder"),
+        ({"eval_every": -1}, "eval_every must be"),
+        ({"kind": "grpo", "rows": [("bilateral", 1)], "eval_examples": [{}]}, "are for sft"),
     ],
 )
 def test_bad_jobs_write_nothing(
