@@ -220,6 +220,9 @@ def report(lanes: list[Lane]) -> None:
     )
     for p in lanes:
         ds = p.decisions
+        if not ds:
+            print(f"  {p.label:>22}: no decisions reached its backend")
+            continue
         lat = [d["latency"] for d in ds]
         new = statistics.mean(d["prompt"] - d["reused"] for d in ds)
         reply = statistics.mean(d["reply"] for d in ds)
