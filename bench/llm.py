@@ -17,13 +17,20 @@ the buyer, transformers backend, CPU, everything in ONE run on the same machine.
    latency p50/p95 (the wall time of the generate a decision waited for), prompt tokens
    computed vs reused, invalid-action rate (engine-refused actions per decision) and
    fallback rate (replies the policy could not use).
-4. Quality (``--quality-seeds N``, 0 to skip): the untrained SmolLM2 buyer in free and
+4. Live single episodes (``--live-episodes N``, 0 to skip; ``bench/llm_live.py``): the
+   decision latency p50/p95 of today's path (``--today REF``: that tree's code) beside
+   this tree's transformers path (and llama.cpp's with ``--llamacpp-site``), episodes
+   interleaved across worker processes, with per-decision prefill, decode and
+   outside-the-model time, prefill and decode as fractions of each worker's probes.
+5. Quality (``--quality-seeds N``, 0 to skip): the untrained SmolLM2 buyer in free and
    narrator mode against the expert and the naive baselines (always_accept, random) on the
    same N seeds of each ``--quality-presets`` preset: mean score, deal rate and buyer share
    with 95 % bootstrap intervals, invalid-action and fallback rates.
 
 Usage: .venv/bin/python bench/llm.py [--max-steps 6] [--concurrent 32] [--single 4]
        [--quality-seeds 50] [--quality-presets bilateral,bilateral_cooperative,...]
+       [--live-episodes 4] [--live-steps 8] [--today REF] [--llamacpp-site DIR]
+       [--live-only]
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import llm_live  # bench/, beside this file
 
 from negotiation import get_policy, load_scenario, run_episode
 from negotiation.interfaces.concurrent import run_episodes_concurrently
@@ -317,7 +326,15 @@ def main() -> None:
     parser.add_argument("--quality-seeds", type=int, default=0)
     parser.add_argument("--quality-presets", default=",".join(BILATERAL))
     parser.add_argument("--skip-episodes", action="store_true")
+    parser.add_argument("--live-episodes", type=int, default=4)
+    parser.add_argument("--live-steps", type=int, default=8)
+    parser.add_argument("--today", default=llm_live.TODAY, help="git ref of today's path")
+    parser.add_argument("--llamacpp-site", default="", help="site-packages with llama_cpp")
+    parser.add_argument("--live-only", action="store_true", help="only section 4")
     args = parser.parse_args()
+    if args.live_only:
+        llm_live.compare(args.live_episodes, args.live_steps, args.today, args.llamacpp_site)
+        return
 
     import torch
 
@@ -334,6 +351,8 @@ def main() -> None:
         episodes(
             {"cached": cached, "uncached": uncached}, args.single, args.concurrent, args.max_steps
         )
+    if args.live_episodes:
+        llm_live.compare(args.live_episodes, args.live_steps, args.today, args.llamacpp_site)
     if args.quality_seeds:
         quality(cached, args.quality_presets.split(","), args.quality_seeds)
 

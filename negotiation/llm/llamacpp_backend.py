@@ -112,7 +112,9 @@ class LlamaCppBackend(LocalBatchBackend):
             self._grammar(schema_key(request.json_schema))  # a bad schema fails here
         return tokens
 
-    def _batches(self, requests: Sequence[ChatRequest], rows: list[int]) -> list[list[int]]:
+    def _batches(
+        self, requests: Sequence[ChatRequest], prompts: dict[int, list[int]], rows: list[int]
+    ) -> list[list[int]]:
         def order(i: int) -> tuple[Any, ...]:
             request = requests[i]
             return (request.cache_key or "", [(m.role, m.content) for m in request.messages])

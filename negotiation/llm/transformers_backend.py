@@ -33,6 +33,7 @@ from pydantic import Field
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
 from .decoding import Decoder, RowRule
+from .growing_cache import growing_cache, is_plain
 from .kv_cache import KVEntry, KVStore, Reuse
 from .models import resolve_model
 from .results import BackendOptions, LocalBatchBackend, messages_as_dicts
@@ -111,11 +112,7 @@ class TransformersBackend(LocalBatchBackend):
     def _plain_cache(self) -> bool:
         """Whether the model's cache is one growing sequence per layer (not sliding
         windows or recurrent state, which cannot be cropped and spliced)."""
-        from transformers import DynamicCache
-        from transformers.cache_utils import DynamicLayer
-
-        layers = DynamicCache(config=self.model.config).layers
-        return all(type(layer) is DynamicLayer for layer in layers)
+        return all(is_plain(layer) for layer in growing_cache(self.model.config).layers)
 
     def _kv_store(self, conversations: int) -> KVStore | None:
         """None where caching is off or the cache is not plain."""
@@ -275,9 +272,7 @@ class TransformersBackend(LocalBatchBackend):
                 jump_forward=self.jump_forward,
             )
             if past is None:  # caching off: a throwaway cache for this batch
-                from transformers import DynamicCache
-
-                past = DynamicCache(config=self.model.config)
+                past = growing_cache(self.model.config)
             with torch.inference_mode():
                 out = decoder.run(input_ids, attention_mask, past, cached)
             self.drafts[0] += out.drafted
@@ -335,9 +330,8 @@ class TransformersBackend(LocalBatchBackend):
 
     def _encode(self, ids: Any) -> KVEntry:
         import torch
-        from transformers import DynamicCache
 
-        cache = DynamicCache(config=self.model.config)
+        cache = growing_cache(self.model.config)
         with torch.inference_mode():
             self.model(input_ids=ids[None].to(self.device), past_key_values=cache, use_cache=True)
         return KVEntry(ids, tuple((layer.keys[0], layer.values[0]) for layer in cache.layers))
@@ -345,9 +339,7 @@ class TransformersBackend(LocalBatchBackend):
     def _past(self, reuse: Sequence[Reuse], cached: Sequence[int], columns: int) -> Any:
         """The batch's cache of ``columns`` columns: each row's reused prefix right-aligned,
         zeros (masked out) to its left."""
-        from transformers import DynamicCache
-
-        past = DynamicCache(config=self.model.config)
+        past = growing_cache(self.model.config)
         if columns == 0:
             return past  # still passed to generate: it comes back filled, to keep
         source = next(r.entry for r in reuse if r.entry is not None)

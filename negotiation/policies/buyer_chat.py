@@ -3,11 +3,13 @@
 The first turn is the whole public state (``prompts``) and the actions valid now; each
 later turn appends only what changed since the model's last action (its result, the
 supplier's answer, new rounds, events, changed requirements, contracts and PRs; at a new
-week the suppliers' moved list prices) and what is valid now, so a backend that keeps the
-chat's key/value cache computes only the new tokens. The model's own replies are kept as
-assistant turns exactly as it wrote them. When the chat outgrows ``max_chars`` it starts
-again from the whole state (the system prompt, the same for every episode with the same
-rules, stays the shared prefix).
+week the suppliers' moved list prices), the slots left (the week, escalations and budget
+where they changed) and what is valid now against the last turn's list (as before, the
+lines that changed, what is no longer valid), so a backend that keeps the chat's
+key/value cache computes few new tokens (every token appended is prefill at the next
+step). The model's own replies are kept as assistant turns exactly as it wrote them.
+When the chat outgrows ``max_chars`` it starts again from the whole state (the system
+prompt, the same for every episode with the same rules, stays the shared prefix).
 
 This is the one renderer of the buyer's chat: play and training data both use it, so a
 model is trained in exactly the format it plays in. It is deterministic (same
@@ -43,45 +45,66 @@ from .prompts import (
 FIRST_TURN_SHARE = 2  # a restart's whole-state turn may take 1/2 of the chat's limit
 
 
-def valid_now_lines(mask: ActionMask) -> list[str]:
-    """The valid actions, grouped as a buyer reads them, every id and limit named (list
-    prices are in the state)."""
+def valid_now(mask: ActionMask) -> dict[str, str]:
+    """The valid actions as a buyer reads them, every id and limit named (list prices are
+    in the state): one line per key (an action on its ids), in a fixed order."""
     by_type: dict[str, list[Option]] = defaultdict(list)
     for option in mask.options:
         by_type[option.action_type].append(option)
-    lines = ["Valid now:"]
+    lines: dict[str, str] = {}
     offers: dict[tuple[str, float], list[str]] = defaultdict(list)
     for o in by_type.pop("negotiate", []):
         f = dict(o.fields)
         offers[(f["requirement_id"].values[0], f["price"].high)].append(f["supplier_id"].values[0])
-    lines.extend(
-        f"- negotiate {rid} (unit price up to {fmt_price(high)}) with {', '.join(sids)}"
-        for (rid, high), sids in offers.items()
-    )
+    for (rid, high), sids in offers.items():
+        lines[f"negotiate {rid} with {', '.join(sids)}"] = (
+            f"- negotiate {rid} (unit price up to {fmt_price(high)}) with {', '.join(sids)}"
+        )
     for o in by_type.pop("award_contract", []):
         f = dict(o.fields)
         q = f["quantity"]
-        lines.append(
-            f"- award_contract {f['supplier_id'].values[0]}/{f['requirement_id'].values[0]} "
-            f"{o.note}: quantity {int(q.low)}-{int(q.high)}"
+        pair = f"{f['supplier_id'].values[0]}/{f['requirement_id'].values[0]}"
+        lines[f"award_contract {pair}"] = (
+            f"- award_contract {pair} {o.note}: quantity {int(q.low)}-{int(q.high)}"
         )
     prs = [dict(o.fields) for o in by_type.pop("raise_pr", [])]
     if prs:
         limits = "; ".join(
             f"{f['requirement_id'].values[0]} {fmt_price(f['amount'].high)}" for f in prs
         )
-        lines.append(f"- raise_pr, amount up to: {limits}")
+        lines["raise_pr"] = f"- raise_pr, amount up to: {limits}"
     rejects = [dict(o.fields)["supplier_id"].values[0] for o in by_type.pop("reject", [])]
     if rejects:
-        lines.append(f"- reject {', '.join(rejects)} (a whole supplier, or one requirement_id)")
+        lines["reject"] = f"- reject {', '.join(rejects)} (a whole supplier, or one requirement_id)"
     for o in by_type.pop("defer", []):
         some = dict(o.fields).get("requirement_id")
         moved = (
             f" (with requirement_id {'|'.join(some.values)}: moves that deadline)" if some else ""
         )
-        lines.append(f"- defer: closes the week{moved}")
+        lines["defer"] = f"- defer: closes the week{moved}"
     for options in by_type.values():
-        lines.extend(f"- {o.text()}" for o in options)
+        lines.update((o.text(), f"- {o.text()}") for o in options)
+    return lines
+
+
+def valid_now_lines(mask: ActionMask) -> list[str]:
+    """The whole list of valid actions, under its heading."""
+    return ["Valid now:", *valid_now(mask).values()]
+
+
+def valid_changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """What is valid now, said against the last turn's list: the whole list when nothing
+    of it is left as it was, else only the lines that are new or changed and the actions
+    no longer valid."""
+    if now == before:
+        return ["Valid now: as before."]
+    changed = [text for key, text in now.items() if before.get(key) != text]
+    if len(changed) == len(now):
+        return ["Valid now:", *changed]
+    gone = [key for key in before if key not in now]
+    lines = ["Valid now: as before, except", *changed]
+    if gone:
+        lines.append(f"- no longer: {'; '.join(gone)}")
     return lines
 
 
@@ -120,12 +143,19 @@ def _changes(prev: Observation, obs: Observation) -> list[str]:
     return out
 
 
-def _status(obs: Observation) -> str:
-    return (
-        f"Week {obs.week} of 0-{obs.weeks - 1}, {obs.actions_left_this_week} of "
-        f"{obs.actions_per_week} slots left, {obs.escalations_left} escalations left. "
-        f"{budget_text(obs)}"
-    )
+def _status(prev: Observation, obs: Observation) -> str:
+    """The slots left, and the week, escalations and budget where they changed."""
+    if obs.week != prev.week:
+        text = (
+            f"Week {obs.week} of 0-{obs.weeks - 1}, {obs.actions_left_this_week} of "
+            f"{obs.actions_per_week} slots left"
+        )
+    else:
+        text = f"{obs.actions_left_this_week} of {obs.actions_per_week} slots left this week"
+    if obs.escalations_left != prev.escalations_left:
+        text += f", {obs.escalations_left} escalations left"
+    budget = budget_text(obs)
+    return f"{text}. {budget}" if budget != budget_text(prev) else f"{text}."
 
 
 class BuyerChat:
@@ -139,23 +169,25 @@ class BuyerChat:
     def reset(self) -> None:
         self.messages: list[ChatMessage] = []
         self._last: Observation | None = None
+        self._valid: dict[str, str] = {}  # what the last turn said is valid
         self.restarts = 0
 
     def prompt(self, obs: Observation, mask: ActionMask) -> tuple[ChatMessage, ...]:
-        valid = "\n".join(valid_now_lines(mask))
+        valid = valid_now(mask)
         if self._last is not None and self.messages[-1].role == "assistant":
             changes = "\n".join(_changes(self._last, obs)) or "Nothing changed."
-            turn = f"Result:\n{changes}\n{_status(obs)}\n{valid}\n{NEXT_JSON}"
+            said = "\n".join(valid_changes(self._valid, valid))
+            turn = f"Result:\n{changes}\n{_status(self._last, obs)}\n{said}\n{NEXT_JSON}"
             if self._size() + len(turn) <= self.max_chars:
                 self.messages.append(ChatMessage("user", turn))
-                self._last = obs
+                self._last, self._valid = obs, valid
                 return tuple(self.messages)
             self.restarts += 1
         self.messages = [
             ChatMessage("system", buyer_system_prompt(obs)),
             first_turn(obs, mask, self.max_chars // FIRST_TURN_SHARE),
         ]
-        self._last = obs
+        self._last, self._valid = obs, valid
         return tuple(self.messages)
 
     def answer(self, text: str) -> None:

@@ -89,6 +89,37 @@ _AWARD = re.compile(rf"^- award_contract (S\d+)/(R\d+) at {N} per unit: quantity
 _NEGOTIATE = re.compile(r"^- negotiate (R\d+) \(unit price up to [\d,.]+\) with (S\d+)", re.M)
 
 
+def _valid_key(line: str) -> str:
+    """The action a "Valid now" line is about, as the chat names it under "no longer"."""
+    if m := re.match(r"- negotiate (R\d+) \(unit price up to [\d,.]+\) with (.+)$", line):
+        return f"negotiate {m[1]} with {m[2]}"
+    if m := re.match(r"- award_contract (S\d+/R\d+) ", line):
+        return f"award_contract {m[1]}"
+    if m := re.match(r"- (raise_pr|reject|defer)\b", line):
+        return m[1]
+    return line.removeprefix("- ")
+
+
+def valid_now_text(request: ChatRequest) -> str:
+    """The valid actions as a reader of the whole chat knows them now: each turn's list,
+    or what it says changed ("as before, except", "- no longer: ...")."""
+    known: dict[str, str] = {}
+    for message in request.messages:
+        if message.role != "user" or "Valid now:" not in message.content:
+            continue
+        head, *lines = message.content.split("Valid now:")[1].split("\n")
+        lines = [x for x in lines if x.startswith("- ")]
+        if not head.strip().startswith("as before"):
+            known = {}
+        for line in lines:
+            if line.startswith("- no longer: "):
+                for key in line.removeprefix("- no longer: ").split("; "):
+                    known.pop(key, None)
+            else:
+                known[_valid_key(line)] = line
+    return "\n".join(known.values())
+
+
 def simple_buyer(request: ChatRequest) -> str:
     """A plain scripted buyer model that reads its latest turn: award the most it may of a
     price under the ceiling, else offer 85 % of the ceiling where it may negotiate; raise a
@@ -106,7 +137,8 @@ def simple_buyer(request: ChatRequest) -> str:
                 "rationale": "The award needs approval.",
             }
         )
-    for sid, rid, price, most in _AWARD.findall(turn):
+    valid = valid_now_text(request)
+    for sid, rid, price, most in _AWARD.findall(valid):
         if _num(price) <= ceilings.get(rid, 0.0):  # a ceiling the chat still shows
             return json.dumps(
                 {
@@ -117,7 +149,7 @@ def simple_buyer(request: ChatRequest) -> str:
                     "rationale": "Price is under our ceiling.",
                 }
             )
-    for rid, sid in _NEGOTIATE.findall(turn):
+    for rid, sid in _NEGOTIATE.findall(valid):
         if rid not in ceilings:
             continue
         price = round(ceilings[rid] * 0.85, 2)
