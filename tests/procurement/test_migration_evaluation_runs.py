@@ -3,6 +3,8 @@ as finished runs with every episode done."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -12,7 +14,16 @@ BEFORE = [("procurement", "0016_supplier_seat")]
 AFTER = [("procurement", "0017_evaluation_runs")]
 
 
+@pytest.fixture
+def at_latest_afterwards() -> Iterator[None]:
+    """Later tests in this database need every migration, not just AFTER."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("at_latest_afterwards")
 def test_stored_evaluations_become_finished_runs() -> None:
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
