@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..observation import Observation
-from ..suppliers.field import _mechanism_class, _seeded
+from ..suppliers.field import GRID_STEPS, _mechanism_class, _seeded, grid_space_and_utility
 from .base import Policy
 from .expert.beliefs import SAFE_ROUNDS
 from .scripts import ScriptPolicy
 
-GRID_STEPS = 200  # price levels between the opening and the ceiling
 OPENING = 0.6  # x reference price: the scripts' opening (params.ScriptParams.opening)
 PREFIX = "negmas_"  # a field buyer's name in the benchmark: negmas_<agent>
 
@@ -182,11 +181,6 @@ class FieldBuyerPolicy(ScriptPolicy):
     def _replay(self, obs: Observation, r, s, rounds: list) -> tuple[str, float | None]:
         import warnings
 
-        from negmas import make_issue
-        from negmas.outcomes import make_os
-        from negmas.preferences import LinearAdditiveUtilityFunction
-        from negmas.preferences.value_fun import LinearFun
-
         H = self.horizon(obs)
         if len(rounds) >= H:
             return "over", None
@@ -198,16 +192,9 @@ class FieldBuyerPolicy(ScriptPolicy):
         # Seeded by requirement, not supplier: the opening is replayed before a supplier
         # is chosen.
         base = (zlib.crc32(r.id.encode()) ^ (self.seed * 0x9E3779B1)) & 0xFFFFFFFFFFFF
-        top = 2 * GRID_STEPS
         with warnings.catch_warnings(), _seeded(base):
             warnings.simplefilter("ignore")
-            space = make_os([make_issue((0, top), name="price")])
-            ufun = LinearAdditiveUtilityFunction(
-                values=[LinearFun(1.0 / top)],
-                weights=[1.0],
-                outcome_space=space,
-                reserved_value=0.5,
-            )
+            space, ufun = grid_space_and_utility()
             m = _mechanism_class()(outcome_space=space, n_steps=2 * H - 1, one_offer_per_step=True)
             buyer = self.buyer.make_negotiator()
             proxy = _proxy_seller_class()(counters, name="seller")

@@ -178,6 +178,7 @@ def _seeded(seed: int):
     them: the re-implemented Genius agents draw from both."""
     import numpy as np
 
+    _grid_api()  # a first import of negmas draws from the global generator: not in here
     py_state, np_state = random.getstate(), np.random.get_state()
     random.seed(seed)
     np.random.seed(seed & 0xFFFFFFFF)
@@ -206,11 +207,6 @@ class _Session:
     def __init__(self, thread: Any, strategy: FieldStrategy, n_steps: int, seed: int) -> None:
         import warnings
 
-        from negmas import make_issue
-        from negmas.outcomes import make_os
-        from negmas.preferences import LinearAdditiveUtilityFunction
-        from negmas.preferences.value_fun import LinearFun
-
         self.thread = thread
         self.rng = random.Random(seed)
         self.n_steps = n_steps
@@ -218,19 +214,10 @@ class _Session:
         res = thread.reservation
         self.step_size = _span(res, thread.anchor) / GRID_STEPS
         self.lo = res - GRID_STEPS * self.step_size  # grid index 0; GRID_STEPS = reservation
-        top = 2 * GRID_STEPS
         # negmas names its objects with draws from the global generator: seed that too.
         with warnings.catch_warnings(), _seeded(self.rng.getrandbits(64)):
             warnings.simplefilter("ignore")
-            space = make_os([make_issue((0, top), name="price")])
-            # utility = index / top: 0.5 at the reservation (the reserved value), 1 at the
-            # anchor
-            ufun = LinearAdditiveUtilityFunction(
-                values=[LinearFun(1.0 / top)],
-                weights=[1.0],
-                outcome_space=space,
-                reserved_value=0.5,
-            )
+            space, ufun = grid_space_and_utility()  # 0.5 at the reservation, 1 at the anchor
             self.mechanism = _mechanism_class()(outcome_space=space, n_steps=n_steps)
             self.buyer = _proxy_buyer_class()(name="buyer")
             self.seller = strategy.make_negotiator()
@@ -275,6 +262,30 @@ class _Session:
 
 
 @functools.cache
+@functools.cache
+def _grid_api() -> tuple[Any, Any, Any, Any]:
+    from negmas import make_issue
+    from negmas.outcomes import make_os
+    from negmas.preferences import LinearAdditiveUtilityFunction
+    from negmas.preferences.value_fun import LinearFun
+
+    return make_issue, make_os, LinearAdditiveUtilityFunction, LinearFun
+
+
+def grid_space_and_utility() -> tuple[Any, Any]:
+    """The price grid (indices 0..2 * GRID_STEPS) as a negmas outcome space, and the
+    linear utility index / top over it with reserved value 0.5 (the grid's middle).
+
+    Call it under ``_seeded``: negmas names its objects with global random draws."""
+    make_issue, make_os, LinearAdditiveUtilityFunction, LinearFun = _grid_api()
+    top = 2 * GRID_STEPS
+    space = make_os([make_issue((0, top), name="price")])
+    ufun = LinearAdditiveUtilityFunction(
+        values=[LinearFun(1.0 / top)], weights=[1.0], outcome_space=space, reserved_value=0.5
+    )
+    return space, ufun
+
+
 def _mechanism_class() -> type:
     """An SAOMechanism whose clock always reads 0 seconds: play never depends on wall time.
 
