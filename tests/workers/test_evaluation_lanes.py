@@ -6,45 +6,29 @@ lane played again after a stop plays only what it had not stored."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from django.test import override_settings
 
 from negotiation.evaluation import evaluate
-from procurement import dispatch
 from procurement.models import Evaluation, EvaluationPart, EvaluationPiece, PolicyConfig
 from procurement.selectors.evaluations import evaluation_payload
 from procurement.services import evaluations as svc
 from procurement.services import live
 from tests.workers.fault_stack import Stack, wait_until
 from tests.workers.helpers import seeded
+from tests.workers.model_lane import gate, hold_model_lane, local_runner, until
 from workers import tasks  # noqa: F401 - registers the run tasks the lanes look up
-from workers.celery_app import app
-from workers.inprocess import InProcessRunner, install_local_runner
+from workers.inprocess import InProcessRunner
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
-
-gate = threading.Event()
-
-
-@app.task(name="tests.hold_model_lane_for_evaluation")
-def hold_model_lane() -> None:
-    gate.wait(120)
 
 
 @pytest.fixture
 def one_model_thread() -> Iterator[InProcessRunner]:
-    runner = InProcessRunner(threads=1, llm_threads=1)
-    dispatch.set_local_runner(lambda: runner)
-    try:
-        yield runner
-    finally:
-        gate.set()
-        runner.join(timeout=300)
-        install_local_runner()
+    yield from local_runner(llm_threads=1)
 
 
 @pytest.fixture
@@ -54,14 +38,6 @@ def llm_tiny(tiny_model) -> str:
         name="llm-tiny-eval", policy="llm", backend="transformers", model=str(tiny_model)
     )
     return "llm-tiny-eval"
-
-
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout, f"{what}: not within {timeout} s"
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 def _lane(evaluation: Evaluation, lane: str) -> EvaluationPart:
@@ -74,7 +50,7 @@ def test_rule_episodes_play_while_the_model_lane_is_busy_and_the_run_seals_once(
 ) -> None:
     gate.clear()
     one_model_thread.submit(hold_model_lane.name, queue="gpu")
-    _until(lambda: one_model_thread.status()["lanes"]["gpu"]["running"], 10, "hold")
+    until(lambda: one_model_thread.status()["lanes"]["gpu"]["running"], 10, "hold")
     params = {
         "policies": f"expert,always_accept,{llm_tiny}",
         "scenarios": "bilateral",
@@ -84,7 +60,7 @@ def test_rule_episodes_play_while_the_model_lane_is_busy_and_the_run_seals_once(
     evaluation = svc.start_evaluation(**params)
     assert (evaluation.episodes, evaluation.llm_episodes) == (18, 6)
     rule = _lane(evaluation, "rule")
-    took = _until(lambda: _lane(evaluation, "rule").status == "finished", 60, "the rule lane")
+    took = until(lambda: _lane(evaluation, "rule").status == "finished", 60, "the rule lane")
     evaluation.refresh_from_db()
     assert (evaluation.status, evaluation.done_episodes) == ("running", 12)  # not sealed yet
     assert _lane(evaluation, "llm").status == "queued"  # behind the model lane's hold

