@@ -60,6 +60,8 @@ class CompactLossMixin:
     ``mean_token_accuracy`` and ``num_tokens`` metrics."""
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if return_outputs:  # a caller that wants the logits gets TRL's full-logit path
+            return super().compute_loss(model, inputs, True, num_items_in_batch)
         # accelerate autocasts by wrapping model.forward, which compact_loss goes around
         # (backbone and head are called directly), so the trainer's precision is set here
         with self.accelerator.autocast():
@@ -73,6 +75,4 @@ class CompactLossMixin:
             tokens = int(mask.sum().item()) if mask is not None else inputs["input_ids"].numel()
             self._total_train_tokens += tokens
         metrics["num_tokens"] = [self._total_train_tokens]
-        if return_outputs:
-            raise NotImplementedError("compact loss returns no logits")
         return loss
