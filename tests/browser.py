@@ -18,6 +18,7 @@ CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "data" / "screenshots"
 PASSWORD = "browser-test-password-1234"
 APP = "workers.embedded:application"
+RUNNING: list[EmbeddedSite] = []  # sites up now; a failing test's report shows their logs
 USERS = {"analyst": "analyst", "ops": "ops", "norole": None}
 CHROMIUM_ARGS = [  # as the machine's probe runs it: no background traffic to a closed network
     "--no-sandbox",
@@ -80,6 +81,7 @@ class EmbeddedSite:
             stderr=subprocess.STDOUT,
         )
         wait_port(self.port, timeout=60)
+        RUNNING.append(self)
 
     def shell(self, code: str) -> None:
         """Run Python code in the site's Django (``manage.py shell -c``)."""
@@ -96,6 +98,8 @@ class EmbeddedSite:
         return self.log_path.read_text()[-3000:]
 
     def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
         terminate(self.proc)
         self._log.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)

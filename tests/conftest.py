@@ -73,6 +73,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failing test's report carries the log tail of every browser-test site still up:
+    a page that waited in vain says no more than "timeout", its server often says why."""
+    report = yield
+    if report.failed:
+        from tests.browser import RUNNING
+
+        for site in RUNNING:
+            report.sections.append((f"daphne log ({site.url})", site.log_tail()))
+    return report
+
+
 def _unavailable(reason: str) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{reason} (ARENA_REQUIRE_SERVICES=1 forbids skipping)")

@@ -51,14 +51,25 @@ window.arenaFormat = {
   score: (x) => x == null ? "–" : Number(x).toFixed(3),
   text: (x) => x == null ? "" : String(x),
 };
-// POST (JSON) to the API with the session's CSRF token; resolves to [ok, body].
+// POST (JSON) to the API with the session's CSRF token; resolves to [ok, body], never
+// rejects: a lost connection or an answer that is not JSON (a proxy's or a server error
+// page) comes back as [false, {detail}], so a form always says what happened.
 window.arenaPost = async function (url, body) {
   const token = (document.cookie.match(/csrftoken=([^;]+)/) || [])[1] || "";
   const headers = { "X-CSRFToken": token };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(url, {
-    method: "POST", credentials: "same-origin", headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return [response.ok, await response.json()];
+  let response;
+  try {
+    response = await fetch(url, {
+      method: "POST", credentials: "same-origin", headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    return [false, { detail: "Could not reach the server; nothing was sent. Try again." }];
+  }
+  try {
+    return [response.ok, await response.json()];
+  } catch (e) {
+    return [false, { detail: `The server answered ${response.status} ${response.statusText}; try again.` }];
+  }
 };

@@ -129,8 +129,10 @@
       busy = false;
       $("answer-submit").disabled = false;
       if (!ok) {
+        // the seat's rules name their field; the serializer keys its errors by field
+        const onPrice = reply.field === "price" || Array.isArray(reply.price);
         const text = reply.message || reply.detail || Object.values(reply).flat().join(" ");
-        showError(reply.field === "price" ? $("answer-price-error") : $("answer-error"), text);
+        showError(onPrice ? $("answer-price-error") : $("answer-error"), text);
         return;
       }
       $("answer-message").value = "";
