@@ -41,6 +41,11 @@ def metric(value) -> str:
 
 @register.filter
 def milliseconds(seconds: float | None) -> str:
-    """Seconds as milliseconds with one decimal, so a rule policy's sub-millisecond
-    decision does not read as 0."""
-    return "\N{EN DASH}" if seconds is None else f"{seconds * 1000:,.1f}"
+    """Seconds as milliseconds: one decimal from 1 ms up, three below, so a rule policy's
+    microsecond decision does not read as 0 (and one under a microsecond says so)."""
+    if seconds is None:
+        return "\N{EN DASH}"
+    ms = seconds * 1000
+    if ms >= 1:
+        return f"{ms:,.1f}"
+    return f"{ms:.3f}" if ms >= 0.0005 or ms == 0 else "< 0.001"
