@@ -367,6 +367,7 @@ def test_an_analyst_plays_the_seller_to_the_end_and_never_sees_the_buyer(page, s
             arg=turn["step"],
         )
     page.wait_for_selector("#seat-ended:not([hidden])")
+    assert page.locator("#seat-offer").is_hidden() and page.locator("#seat-rule").is_hidden()
     assert answered >= 2
     rows = page.locator("#seat-thread tbody tr")
     assert rows.count() >= answered

@@ -97,10 +97,11 @@
     $("seat-handover").hidden = !h;
     if (h) setText("seat-handover", `No answer within ${Math.round(h.idle_seconds / 60)} minutes: the scenario's rule supplier took your seat at step ${h.step} (${new Date(h.at).toLocaleTimeString()}) and answers for the rest of the episode.`);
     $("seat-ended").hidden = !ep.terminal;
-    if (ep.terminal) {
+    if (ep.terminal) {  // the notice says it ended; no offer card, no idle rule left
       clearInterval(timer);
       renderTurn(null);
-      setText("seat-idle", "The episode is over: no more offers.");
+      $("seat-offer").hidden = true;
+      $("seat-rule").hidden = true;
     }
   }
 
