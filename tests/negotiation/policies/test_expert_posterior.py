@@ -339,12 +339,13 @@ def test_residuals_in_chunks_equal_one_pass(monkeypatch):
 
 
 def test_sums_over_rounds_add_in_numpys_order_for_a_row():
-    """The compiled fit adds a set's rounds in the order numpy's sum adds one contiguous
-    row, under 8 rounds and over, so its fits keep the bits of one row per set."""
+    """The compiled fit adds each set's rounds (one column per set) in the order numpy's
+    sum adds one contiguous row, under 8 rounds and over, so its fits keep the bits of
+    one row per set."""
     rng = np.random.default_rng(1)
     for n in range(1, 40):
         rows = rng.standard_normal((300, n)) * 10.0 ** rng.uniform(-3, 3, (300, n))
-        sums = np.array([columns.pairwise_sum(row) for row in rows])
+        sums = columns.column_sums(np.ascontiguousarray(rows.T))
         np.testing.assert_array_equal(sums, rows.sum(-1))
 
 
