@@ -286,10 +286,20 @@ def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
     residuals, where a consistent point is likeliest, and half spread evenly over the rest
     in order, ends included, so that the refinement follows the whole length of a thin ridge
     of consistent sets (the closing offer's highest line lies at one of its ends)."""
-    best = np.argsort(err, kind="stable")[: keep // 2]
+    best = _lowest(err, keep // 2)
     spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
     pick = np.union1d(best, spread)
     return i[pick], j[pick]
+
+
+def _lowest(x: np.ndarray, k: int) -> np.ndarray:
+    """The indices of x's k lowest values (no nan), ties to the lower index: the first k
+    of a stable argsort, as a set (unordered)."""
+    if k >= len(x):
+        return np.arange(len(x))
+    cut = np.partition(x, k - 1)[k - 1]
+    below = np.flatnonzero(x < cut)
+    return np.concatenate([below, np.flatnonzero(x == cut)[: k - len(below)]])
 
 
 def search(

@@ -594,3 +594,15 @@ def test_the_offers_before_patience_lower_what_the_expert_pays(monkeypatch):
 def test_the_trend_of_a_sellers_concessions(counters, offer):
     got = trend_offer(counters)
     assert got == (None if offer is None else pytest.approx(offer))
+
+
+def test_the_lowest_residuals_are_a_stable_sorts_first():
+    """_keep's half with the lowest residuals is the first half of a stable argsort, ties
+    to the lower index included."""
+    rng = np.random.default_rng(5)
+    for size in (1, 7, 100, 3000):
+        err = np.round(rng.uniform(0, 1, size), 2)  # many ties
+        err[rng.integers(0, size, size // 10)] = np.inf
+        for k in {1, size // 3 + 1, size // 2 + 1, size, size + 5}:
+            want = np.sort(np.argsort(err, kind="stable")[:k])
+            np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
