@@ -1,4 +1,5 @@
-"""The posterior's per-set fit (posterior._residuals), compiled.
+"""The posterior's compiled loops: the per-set fit (posterior._residuals) and a step of
+the lines' Newton method (posterior._lines).
 
 Each column of the inputs is one parameter set (reciprocity, beta) of a window, each row
 one answered offer. Every figure is the one numpy computed for posterior.py, bit for
@@ -225,3 +226,15 @@ def fit_columns(counters, anchor, f, tft, least, top, refits, w_min):
             floors[c0:c1], weights[c0:c1], errs[c0:c1],
         )  # fmt: skip
     return floors, weights, errs
+
+
+@njit(**_JIT)
+def newton_step(o, k, wf, rec, power) -> np.ndarray:
+    """One step of posterior._lines' Newton's method per element (1-d arrays):
+    o - (o - wf - t) / (1 + rec t / o), t = k * power, ``power`` being numpy's
+    (o / base) ** -rec."""
+    out = np.empty_like(o)
+    for i in range(len(o)):
+        t = k[i] * power[i]
+        out[i] = o[i] - (o[i] - wf[i] - t) / (1.0 + rec[i] * t / o[i])
+    return out

@@ -64,7 +64,7 @@ import numpy as np
 
 from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
-from .columns import fit_columns
+from .columns import fit_columns, newton_step
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -484,11 +484,13 @@ def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.nd
     k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
     wf = w * floor
     flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
-    o = base_offer * np.ones_like(flat_low)
+    shape = np.broadcast_shapes(np.shape(base_offer), flat_low.shape)
+    b_o, k_o, wf_o, rec_o = (np.broadcast_to(x, shape).ravel() for x in (base_offer, k, wf, rec))
+    o, rec_neg = b_o, -rec_o
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(NEWTON):
-            t = k * (o / base_offer) ** -rec
-            o = o - (o - wf - t) / (1.0 + rec * t / o)
+        for _ in range(NEWTON):  # the power with numpy's pow, the rest compiled
+            o = newton_step(o, k_o, wf_o, rec_o, (o / b_o) ** rec_neg)
+    o = o.reshape(shape)
     meet = np.where(
         flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
     )

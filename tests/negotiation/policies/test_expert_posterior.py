@@ -606,3 +606,16 @@ def test_the_lowest_residuals_are_a_stable_sorts_first():
         for k in {1, size // 3 + 1, size // 2 + 1, size, size + 5}:
             want = np.sort(np.argsort(err, kind="stable")[:k])
             np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
+
+
+def test_a_compiled_newton_step_is_numpys_step():
+    """columns.newton_step gives numpy's figures for _lines' Newton step, bit for bit."""
+    rng = np.random.default_rng(7)
+    o, base = rng.uniform(40, 60, 5000), rng.uniform(40, 60, 5000)
+    k, wf, rec = rng.uniform(0, 50, 5000), rng.uniform(0, 50, 5000), rng.uniform(0.1, 2.4, 5000)
+    o[:3] = 0.0  # a division by zero gives numpy's inf or nan, no exception
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = (o / base) ** -rec
+        t = k * power
+        want = o - (o - wf - t) / (1.0 + rec * t / o)
+    np.testing.assert_array_equal(columns.newton_step(o, k, wf, rec, power), want)
