@@ -40,11 +40,14 @@ DEFAULT_PRESETS = (
 )
 
 
-# Runs in a subprocess inside the baseline's source tree: CPU seconds for the episodes.
+# Runs in a subprocess inside the baseline's source tree: CPU seconds for the episodes,
+# after one untimed episode (seed ``seeds``, outside the timed range) has imported the
+# policy's modules and loaded any compiled code, so both trees are timed in steady state.
 _TIMER = """
 import json, sys, time
 from negotiation import run_episode
 preset, policy, seeds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+run_episode(preset, policy, seeds, record_steps=False)
 c0 = time.process_time()
 steps = sum(int(run_episode(preset, policy, s, record_steps=False).metrics["steps"])
             for s in range(seeds))

@@ -24,8 +24,7 @@ import random
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from quality import regenerate_tactics
-
+from bench.quality import regenerate_tactics
 from negotiation import (
     ProcurementEnv,
     ScenarioConfig,
@@ -65,7 +64,7 @@ def _mixed_episode(preset: str, policy: str, seed: int) -> tuple[list, float, di
     return steps, sc.score, episode_metrics(sc.metrics, pol)
 
 
-def _episode_digest(task: tuple[str, str, int]) -> tuple[str, str, int, str]:
+def episode_digest(task: tuple[str, str, int]) -> tuple[str, str, int, str]:
     cell, policy, seed = task
     family, _, preset = cell.rpartition(":")
     if family == "mixed":
@@ -118,7 +117,7 @@ def main() -> None:
     tasks = [(pr, po, s) for pr in presets for po in policies for s in range(args.seeds)]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        digests = sorted(pool.map(_episode_digest, tasks, chunksize=8))
+        digests = sorted(pool.map(episode_digest, tasks, chunksize=8))
     total = hashlib.sha256()
     for preset in presets:
         h = hashlib.sha256()

@@ -19,8 +19,9 @@ costly item's cent is a tiny share of its price). The floor's box runs from the 
 the highest floor any persona can have at the seller's public cost (the documented margin
 ranges; the tactics, which the held-out mixed family re-draws, do not enter it), and stays
 under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is projected onto
-it, so that a seller whose parameters lie on its edge is still found. Every step is
-vectorised with numpy; one posterior is computed once per bilateral thread.
+it, so that a seller whose parameters lie on its edge is still found. Each set's fit is one
+compiled pass (columns.py), its powers computed with numpy; one posterior is computed once
+per bilateral thread.
 
 One thread, one search (thread_fits): the lattice is searched at the expert's first
 planned offer, shallowly (it only ranks a few raises), and refined until it holds enough
@@ -63,6 +64,7 @@ import numpy as np
 
 from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
+from .columns import fit_columns, newton_step
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -141,26 +143,6 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
-def _pairwise_sum(a: np.ndarray) -> np.ndarray:
-    """Per column of ``a`` (one row per round, one column per set), its sum over the rounds,
-    added in the order numpy's ``sum`` adds one contiguous row (pairwise summation: one by
-    one from 0.0 under 8 terms, else 8 running sums joined as a tree and the rest one by
-    one). One column per set makes each addition one vector operation where summing along
-    a short last axis is slow, and this order keeps the fits' bits those of one row per set
-    (tests/negotiation/policies/test_expert_posterior.py checks them against that layout)."""
-    n = len(a)
-    if n < 8:  # numpy's reduction over the outer axis adds the rows one by one
-        return np.add.reduce(a, axis=0)
-    last = n - n % 8
-    runs = np.add.reduce(a[:last].reshape(-1, 8, a.shape[1]), axis=0)
-    total = ((runs[0] + runs[1]) + (runs[2] + runs[3])) + (
-        (runs[4] + runs[5]) + (runs[6] + runs[7])
-    )
-    for row in a[last:]:
-        total += row
-    return total
-
-
 def _tft(h: History, anchor: float, d: int, rec: np.ndarray) -> np.ndarray:
     """Tit-for-tat asks for every answered offer (rows), one column per reciprocity: each
     offer measured from the buyer's best offer d offers back. Computed once per run of
@@ -197,95 +179,14 @@ def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, re
 
 
 def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
-    # One row per round, one column per pair (see _pairwise_sum).
-    counters = np.asarray(h.counters)[:, None]
-    n = len(counters)
-    tft = _tft(h, anchor, d, rec)
+    # One row per round, one column per pair: the powers here, the fit compiled (columns).
+    n = len(h.counters)
     frac = (np.minimum(np.arange(1, n + 1), patience) / patience)[:, None]
     f = frac ** (1.0 / beta)
-    time_part = anchor * (1.0 - f)  # the anchor's share of the time tactic
-    g, y = time_part - tft, counters - tft
-    prev = np.concatenate([[anchor], counters[:-1, 0]])[:, None]
-    sff = _pairwise_sum(f * f)
-
-    def mixed(w, floor):  # the model's ask before its clamps
-        return w * (floor * f + time_part) + (1.0 - w) * tft
-
-    def floor_of(u, w):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return u / w
-
-    u, w = _solve(sff, f, g, y)
-    floor = floor_of(u, w)
-    mix = mixed(w, floor)
-    # Again without the rounds a clamp decided, where that leaves at least three (the
-    # other pairs keep their fit: their weights would all be ones again), REFITS times: the
-    # clamped rounds are read off the fit before, which the clamped rounds themselves bent.
-    for refit in range(REFITS):
-        free = (mix >= floor) & (mix <= prev)
-        n_free = free.sum(0)
-        redo = (n_free >= 3) & (n_free < n)
-        if not redo.any():
-            break
-        # np.compress: a column gather more than twice as fast as indexing with [:, redo]
-        fr, gr, yr, weights = (np.compress(redo, a, axis=1) for a in (f, g, y, free))
-        u[redo], w[redo] = _solve(None, fr, gr, yr, weights.astype(float))
-        floor = floor_of(u, w)
-        mix = None if refit == REFITS - 1 else mixed(w, floor)  # the last: after the box
-    # A solution off the box (0 < w <= 1, least <= floor < top) is projected onto it, the
-    # other parameter re-solved with this one at its edge. A set of the model on the box's
-    # edge (a low time weight leaves the floor ill-determined) then has lattice neighbours
-    # with finite residuals that the refinement follows to it; marked impossible, they were
-    # dropped and the seller went unexplained.
+    tft = _tft(h, anchor, d, rec)
     least, top = box
-    with np.errstate(invalid="ignore"):
-        off = ~((w > 0.0) & (w <= 1.0) & (floor >= least) & (floor < top))
-    if off.any():
-        # Every column is projected and the off ones kept: most of a lattice's cells lie
-        # off the box, and gathering their columns costs more than the arithmetic. A
-        # column's figures do not depend on the others', so the bits are those of the
-        # off columns alone (and mixed() gives the other columns their mix again).
-        w_box, floor_box = _onto_box(sff, f, g, y, w, floor, box)
-        w, floor = np.where(off, w_box, w), np.where(off, floor_box, floor)
-        mix = None
-    if mix is None:
-        mix = mixed(w, floor)
-    with np.errstate(invalid="ignore"):  # in place: mix is not read again
-        np.maximum(floor, mix, out=mix)
-        np.minimum(prev, mix, out=mix)
-        np.subtract(mix, counters, out=mix)
-        err = np.abs(mix, out=mix).max(0)
-    return floor, w, np.where(np.isfinite(err), err, np.inf)
-
-
-def _solve(sff, f, g, y, weights=None):
-    """Weighted least squares of y = u f + w g per column: (u, w); no weights: all ones
-    (then ``sff``, the sum of f * f, is given)."""
-    if weights is None:
-        wf, wg = f, g
-    else:
-        wf, wg = weights * f, weights * g
-        sff = _pairwise_sum(wf * f)
-    sgg, sfg = _pairwise_sum(wg * g), _pairwise_sum(wf * g)
-    sfy, sgy = _pairwise_sum(wf * y), _pairwise_sum(wg * y)
-    det = sff * sgg - sfg * sfg
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (sfy * sgg - sgy * sfg) / det, (sgy * sff - sfy * sfg) / det
-
-
-def _onto_box(sff, f, g, y, w, floor, box: Floors):
-    """(w, floor) per column moved onto the box: w clipped to [W_MIN, 1] with the floor
-    re-solved for it by least squares, then the floor clipped to [least, top) with w
-    re-solved for it (and clipped again). ``sff``: the sum of f * f per column."""
-    least, top = box
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w_in = np.clip(w, W_MIN, 1.0)
-        wy = y - w_in * g
-        floor = np.where(w_in != w, _pairwise_sum(f * wy) / sff / w_in, floor)
-        f_in = np.clip(floor, least, top * (1.0 - 1e-9))
-        edge = f_in * f + g
-        w_in = np.where(f_in != floor, _pairwise_sum(edge * y) / _pairwise_sum(edge * edge), w_in)
-    return np.clip(w_in, W_MIN, 1.0), f_in
+    counters = np.asarray(h.counters, dtype=float)
+    return fit_columns(counters, float(anchor), f, tft, float(least), float(top), REFITS, W_MIN)
 
 
 FINE = 4**DEEPEST  # the lattice as integers at the finest step: exact de-duplication
@@ -385,10 +286,20 @@ def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
     residuals, where a consistent point is likeliest, and half spread evenly over the rest
     in order, ends included, so that the refinement follows the whole length of a thin ridge
     of consistent sets (the closing offer's highest line lies at one of its ends)."""
-    best = np.argsort(err, kind="stable")[: keep // 2]
+    best = _lowest(err, keep // 2)
     spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
     pick = np.union1d(best, spread)
     return i[pick], j[pick]
+
+
+def _lowest(x: np.ndarray, k: int) -> np.ndarray:
+    """The indices of x's k lowest values (no nan), ties to the lower index: the first k
+    of a stable argsort, as a set (unordered)."""
+    if k >= len(x):
+        return np.arange(len(x))
+    cut = np.partition(x, k - 1)[k - 1]
+    below = np.flatnonzero(x < cut)
+    return np.concatenate([below, np.flatnonzero(x == cut)[: k - len(below)]])
 
 
 def search(
@@ -573,11 +484,13 @@ def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.nd
     k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
     wf = w * floor
     flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
-    o = base_offer * np.ones_like(flat_low)
+    shape = np.broadcast_shapes(np.shape(base_offer), flat_low.shape)
+    b_o, k_o, wf_o, rec_o = (np.broadcast_to(x, shape).ravel() for x in (base_offer, k, wf, rec))
+    o, rec_neg = b_o, -rec_o
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(NEWTON):
-            t = k * (o / base_offer) ** -rec
-            o = o - (o - wf - t) / (1.0 + rec * t / o)
+        for _ in range(NEWTON):  # the power with numpy's pow, the rest compiled
+            o = newton_step(o, k_o, wf_o, rec_o, (o / b_o) ** rec_neg)
+    o = o.reshape(shape)
     meet = np.where(
         flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
     )
@@ -728,6 +641,27 @@ def _back(seq: list, k: int, d) -> np.ndarray:
     return out
 
 
+def _lines_back(fits: Consistent, k: int, offers: list, counters: list, prev, cap: float):
+    """_lines for answer k, each set's tit-for-tat bases its window back (_back), computed
+    one window at a time at the shape of that window's bases: a base several answers back
+    does not vary along the later offers' axes, so its Newton steps run once per distinct
+    base. Each figure is the one a single call on _back's bases gives."""
+    d = np.minimum(fits.window, k - 1)
+    out = np.empty(np.broadcast_shapes(np.shape(prev), d.shape))
+    prev = np.broadcast_to(prev, out.shape)
+    for dv in np.unique(d):
+        at = np.flatnonzero(d == dv)
+        base_offer, base_ask = (_of_sets(seq[k - 1 - dv], at) for seq in (offers, counters))
+        out[..., at] = _lines(fits.take(at), d[at], base_offer, base_ask, prev[..., at], cap)
+    return out
+
+
+def _of_sets(x, at: np.ndarray):
+    """The sets ``at`` of a planned figure whose last axis is one per set; a figure the
+    same for every set (a scalar, or a last axis of one) as it is."""
+    return x[..., at] if np.ndim(x) and np.shape(x)[-1] != 1 else x
+
+
 def ahead_offer(
     h: History, anchor: float, patience: int, floors: Floors, candidates: list[float]
 ) -> float | None:
@@ -769,9 +703,8 @@ def ahead_offer(
         counters.append(np.round(a, 2))
         asks.append(a)
     k = patience + 1  # the final offer, at each set's own line
-    d = np.minimum(fits.window, k - 1)
     last = counters[-1]
-    lines = _lines(fits, d, _back(offers, k, d), _back(counters, k, d), last, float(h.counters[-1]))
+    lines = _lines_back(fits, k, offers, counters, last, float(h.counters[-1]))
     price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
     for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
         o = offers[n + i]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.policies.expert import posterior
+from negotiation.policies.expert import columns, posterior
 from negotiation.policies.expert.beliefs import (
     Floors,
     History,
@@ -339,14 +339,14 @@ def test_residuals_in_chunks_equal_one_pass(monkeypatch):
 
 
 def test_sums_over_rounds_add_in_numpys_order_for_a_row():
-    """One column per set keeps every sum's bits: the rounds are added in the order numpy's
-    sum adds one contiguous row, under 8 rounds and over."""
+    """The compiled fit adds each set's rounds (one column per set) in the order numpy's
+    sum adds one contiguous row, under 8 rounds and over, so its fits keep the bits of
+    one row per set."""
     rng = np.random.default_rng(1)
-    for n in range(1, 20):
+    for n in range(1, 40):
         rows = rng.standard_normal((300, n)) * 10.0 ** rng.uniform(-3, 3, (300, n))
-        np.testing.assert_array_equal(
-            posterior._pairwise_sum(np.ascontiguousarray(rows.T)), rows.sum(-1)
-        )
+        sums = columns.column_sums(np.ascontiguousarray(rows.T))
+        np.testing.assert_array_equal(sums, rows.sum(-1))
 
 
 @functools.cache
@@ -484,6 +484,36 @@ def test_lines_for_many_candidates_equal_one_at_a_time():
         np.testing.assert_array_equal(row, posterior._lines(fits, d, base, asks, asks, 70.0))
 
 
+def test_lines_one_window_at_a_time_equal_one_broadcast():
+    """ahead_offer's final lines, each window's sets priced at its own bases' shape, are
+    bit for bit those of one call on every set's bases a window back (_back)."""
+    th, sh = _seller(0.3, 0.6, 0.8, 2)
+    h = _haggle(th, sh, OFFERS[:5])
+    fits = consistent_fits(h, 90.0, 8, Floors(50.0))
+    rng = np.random.default_rng(3)
+    fits = fits.take(rng.permutation(len(fits)))  # windows interleaved
+    fits = posterior.Consistent(
+        rng.integers(1, 5, len(fits)), fits.reciprocity, fits.beta, fits.weight, fits.floor
+    )
+    n = len(h.counters)
+    offers, counters = list(h.bests), list(h.counters)
+    for axis in range(3):  # three planned offers, one axis each, sets last
+        shape = [1] * 4
+        shape[axis] = 3 + axis
+        o = offers[-1] * (1.0 + rng.uniform(0.0, 0.1, shape[axis])).reshape(shape)
+        offers.append(o)
+        counters.append(np.round(o * 1.2 + rng.uniform(0, 1, len(fits)), 2))
+    k, last = n + 4, counters[-1]
+    assert set(np.minimum(fits.window, k - 1).tolist()) == {1, 2, 3, 4}
+    d = np.minimum(fits.window, k - 1)
+    whole = posterior._lines(
+        fits, d, posterior._back(offers, k, d), posterior._back(counters, k, d), last, 70.0
+    )
+    apart = posterior._lines_back(fits, k, offers, counters, last, 70.0)
+    assert apart.shape == whole.shape and np.isfinite(whole).sum() > 100
+    np.testing.assert_array_equal(apart, whole)
+
+
 def test_each_candidate_is_priced_on_its_own():
     """Weighing candidates together never mixes their counters: the offer chosen among all
     of them is also chosen against each other candidate alone."""
@@ -564,3 +594,28 @@ def test_the_offers_before_patience_lower_what_the_expert_pays(monkeypatch):
 def test_the_trend_of_a_sellers_concessions(counters, offer):
     got = trend_offer(counters)
     assert got == (None if offer is None else pytest.approx(offer))
+
+
+def test_the_lowest_residuals_are_a_stable_sorts_first():
+    """_keep's half with the lowest residuals is the first half of a stable argsort, ties
+    to the lower index included."""
+    rng = np.random.default_rng(5)
+    for size in (1, 7, 100, 3000):
+        err = np.round(rng.uniform(0, 1, size), 2)  # many ties
+        err[rng.integers(0, size, size // 10)] = np.inf
+        for k in {1, size // 3 + 1, size // 2 + 1, size, size + 5}:
+            want = np.sort(np.argsort(err, kind="stable")[:k])
+            np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
+
+
+def test_a_compiled_newton_step_is_numpys_step():
+    """columns.newton_step gives numpy's figures for _lines' Newton step, bit for bit."""
+    rng = np.random.default_rng(7)
+    o, base = rng.uniform(40, 60, 5000), rng.uniform(40, 60, 5000)
+    k, wf, rec = rng.uniform(0, 50, 5000), rng.uniform(0, 50, 5000), rng.uniform(0.1, 2.4, 5000)
+    o[:3] = 0.0  # a division by zero gives numpy's inf or nan, no exception
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = (o / base) ** -rec
+        t = k * power
+        want = o - (o - wf - t) / (1.0 + rec * t / o)
+    np.testing.assert_array_equal(columns.newton_step(o, k, wf, rec, power), want)

@@ -1,0 +1,240 @@
+"""The posterior's compiled loops: the per-set fit (posterior._residuals) and a step of
+the lines' Newton method (posterior._lines).
+
+Each column of the inputs is one parameter set (reciprocity, beta) of a window, each row
+one answered offer. Every figure is the one numpy computed for posterior.py, bit for
+bit: the same IEEE operations in the same order (each column's sum over the rounds in
+numpy's pairwise order for a contiguous row, see _sums_into; no fused multiply-adds, no
+reassociation), so the expert's play does not change. The powers (the time tactic's
+``f`` and tit-for-tat's mirror) stay with numpy, whose vectorised ``pow`` rounds
+differently from the C library's; they come in as arrays.
+
+The loops run along a row (one set per element), BLOCK sets at a time: the compiler
+vectorises them across sets and a block's rows stay in cache. A fit every set of a block
+does not need (a refit, the box) is computed for the whole block and kept where needed:
+each column's figures depend on that column alone.
+
+Compiled with numba (cache=True: the machine code is kept next to this file's bytecode,
+so a new process loads it instead of compiling it again).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# numba's defaults except for division: IEEE results (inf, nan) instead of exceptions, as
+# numpy gives under np.errstate(divide="ignore", invalid="ignore").
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+BLOCK = 256  # sets per block: a block's dozen rows of scratch stay in the core's cache
+
+
+@njit(**_JIT)
+def column_sums(a: np.ndarray) -> np.ndarray:
+    """Per column of ``a`` (rounds x sets), its sum over the rounds in the order numpy's
+    ``sum`` adds one contiguous row (see _sums_into)."""
+    out = np.empty(a.shape[1])
+    _sums_into(a, out)
+    return out
+
+
+@njit(**_JIT)
+def _sums_into(a: np.ndarray, out: np.ndarray) -> None:
+    """Per column of ``a``, into ``out``, its sum over the rounds in numpy's order for one
+    contiguous row: one by one under 8 rounds; else 8 running sums (rounds r, r + 8,
+    r + 16, ...) over the largest multiple of 8, joined as ((0+1)+(2+3))+((4+5)+(6+7)),
+    then the rest one by one. (Numpy's order for rows over its block of 128 terms
+    differs; a thread has far fewer rounds.)"""
+    n, m = a.shape
+    if n < 8:
+        for c in range(m):
+            out[c] = a[0, c]
+        for k in range(1, n):
+            for c in range(m):
+                out[c] += a[k, c]
+        return
+    last = n - n % 8
+    runs = a[:8].copy()
+    for k in range(8, last):
+        for c in range(m):
+            runs[k % 8, c] += a[k, c]
+    for c in range(m):
+        out[c] = ((runs[0, c] + runs[1, c]) + (runs[2, c] + runs[3, c])) + (
+            (runs[4, c] + runs[5, c]) + (runs[6, c] + runs[7, c])
+        )
+    for k in range(last, n):
+        for c in range(m):
+            out[c] += a[k, c]
+
+
+@njit(**_JIT)
+def _clip(x: float, lo: float, hi: float) -> float:
+    """np.clip of one number: nan stays nan."""
+    if x != x:
+        return x
+    return min(max(x, lo), hi)
+
+
+@njit(**_JIT)
+def _weighted_sum(wts, a, b, tmp, out) -> None:
+    """Per column, the sum over the rounds of (wts * a) * b (into ``out``; ``tmp``: scratch
+    of a's shape)."""
+    n, m = a.shape
+    for k in range(n):
+        for c in range(m):
+            tmp[k, c] = (wts[k, c] * a[k, c]) * b[k, c]
+    _sums_into(tmp, out)
+
+
+@njit(**_JIT)
+def _solve(f, g, y, wts, tmp, sums, u, w) -> None:
+    """Weighted least squares of y = u f + w g per column, into ``u`` and ``w``. Weights of
+    one give numpy's unweighted sums exactly (1.0 * x == x)."""
+    sff, sgg, sfg, sfy, sgy = sums[0], sums[1], sums[2], sums[3], sums[4]
+    _weighted_sum(wts, f, f, tmp, sff)
+    _weighted_sum(wts, g, g, tmp, sgg)
+    _weighted_sum(wts, f, g, tmp, sfg)
+    _weighted_sum(wts, f, y, tmp, sfy)
+    _weighted_sum(wts, g, y, tmp, sgy)
+    for c in range(len(u)):
+        det = sff[c] * sgg[c] - sfg[c] * sfg[c]
+        u[c] = (sfy[c] * sgg[c] - sgy[c] * sfg[c]) / det
+        w[c] = (sgy[c] * sff[c] - sfy[c] * sfg[c]) / det
+
+
+@njit(**_JIT)
+def _mixed(w, floor, f, time_part, tft, out) -> None:
+    """The model's asks before its clamps, per round and column, into ``out``."""
+    n, m = f.shape
+    for k in range(n):
+        for c in range(m):
+            out[k, c] = w[c] * (floor[c] * f[k, c] + time_part[k, c]) + (1.0 - w[c]) * tft[k, c]
+
+
+@njit(**_JIT)
+def _onto_box(f, g, y, w, floor, least, top, w_min, tmp, sums) -> None:
+    """(w, floor) of each column off the box moved onto it, in place: w clipped to
+    [w_min, 1] with the floor re-solved for it, then the floor clipped to [least, top) with
+    w re-solved for it (and clipped again); posterior._onto_box's rule as first written.
+    Columns on the box are left as they are."""
+    n, m = f.shape
+    w_in, f_in = sums[0], sums[1]
+    for c in range(m):
+        w_in[c] = _clip(w[c], w_min, 1.0)
+    for k in range(n):
+        for c in range(m):
+            tmp[k, c] = f[k, c] * (y[k, c] - w_in[c] * g[k, c])
+    _sums_into(tmp, sums[2])
+    for k in range(n):
+        for c in range(m):
+            tmp[k, c] = f[k, c] * f[k, c]
+    _sums_into(tmp, sums[3])
+    for c in range(m):
+        floor_c = sums[2, c] / sums[3, c] / w_in[c] if w_in[c] != w[c] else floor[c]
+        f_in[c] = _clip(floor_c, least, top * (1.0 - 1e-9))
+        sums[4, c] = floor_c  # the floor before its clip
+    for k in range(n):
+        for c in range(m):
+            edge = f_in[c] * f[k, c] + g[k, c]
+            tmp[k, c] = edge * y[k, c]
+    _sums_into(tmp, sums[2])
+    for k in range(n):
+        for c in range(m):
+            edge = f_in[c] * f[k, c] + g[k, c]
+            tmp[k, c] = edge * edge
+    _sums_into(tmp, sums[3])
+    for c in range(m):
+        if not (w[c] > 0.0 and w[c] <= 1.0 and floor[c] >= least and floor[c] < top):
+            wc = sums[2, c] / sums[3, c] if f_in[c] != sums[4, c] else w_in[c]
+            w[c], floor[c] = _clip(wc, w_min, 1.0), f_in[c]
+
+
+@njit(**_JIT)
+def _residual(mix, floor, prev, counters, out) -> None:
+    """Per column, max |clamped ask - counter| over the rounds, into ``out``; inf where it
+    is not finite (np.maximum's and np.max's nan included)."""
+    n, m = mix.shape
+    for c in range(m):
+        err = 0.0
+        for k in range(n):
+            ask = mix[k, c]
+            if floor[c] != floor[c] or ask != ask:
+                err = np.inf
+                break
+            err = max(err, abs(min(prev[k], max(floor[c], ask)) - counters[k]))
+        out[c] = err if np.isfinite(err) else np.inf
+
+
+@njit(**_JIT)
+def _fit_block(counters, prev, anchor, f, tft, least, top, refits, w_min, floor, w, err):
+    """fit_columns for one block of sets (rounds x sets), into floor, w and err."""
+    n, m = f.shape
+    time_part, g, y = np.empty((n, m)), np.empty((n, m)), np.empty((n, m))
+    tmp, mix, free = np.empty((n, m)), np.empty((n, m)), np.empty((n, m))
+    sums, u, u_re, w_re = np.empty((5, m)), np.empty(m), np.empty(m), np.empty(m)
+    for k in range(n):
+        for c in range(m):
+            time_part[k, c] = anchor * (1.0 - f[k, c])
+            g[k, c] = time_part[k, c] - tft[k, c]
+            y[k, c] = counters[k] - tft[k, c]
+            free[k, c] = 1.0
+    _solve(f, g, y, free, tmp, sums, u, w)
+    for c in range(m):
+        floor[c] = u[c] / w[c]
+    redo = np.empty(m, dtype=np.bool_)
+    for _ in range(refits):
+        _mixed(w, floor, f, time_part, tft, mix)
+        n_free = np.zeros(m, dtype=np.int64)
+        for k in range(n):
+            for c in range(m):
+                is_free = mix[k, c] >= floor[c] and mix[k, c] <= prev[k]
+                free[k, c] = 1.0 if is_free else 0.0
+                n_free[c] += is_free
+        any_redo = False
+        for c in range(m):
+            redo[c] = n_free[c] >= 3 and n_free[c] < n
+            any_redo |= redo[c]
+        if not any_redo:
+            break
+        _solve(f, g, y, free, tmp, sums, u_re, w_re)
+        for c in range(m):
+            if redo[c]:
+                u[c], w[c] = u_re[c], w_re[c]
+                floor[c] = u[c] / w[c]
+    _onto_box(f, g, y, w, floor, least, top, w_min, tmp, sums)
+    _mixed(w, floor, f, time_part, tft, mix)
+    _residual(mix, floor, prev, counters, err)
+
+
+@njit(**_JIT)
+def fit_columns(counters, anchor, f, tft, least, top, refits, w_min):
+    """Per column of ``f`` and ``tft`` (rounds x sets): (floor, weight, max |model -
+    counter|, inf where not finite). posterior._residuals' rule: floor and weight solved
+    by least squares, refitted up to ``refits`` times without the rounds a clamp decided
+    (where that leaves at least three), projected onto the box (w_min <= w <= 1,
+    least <= floor < top) when off it."""
+    n, m = f.shape
+    prev = np.empty(n)
+    prev[0] = anchor
+    prev[1:] = counters[:-1]
+    floors, weights, errs = np.empty(m), np.empty(m), np.empty(m)
+    for c0 in range(0, m, BLOCK):
+        c1 = min(c0 + BLOCK, m)
+        fb, tb = np.ascontiguousarray(f[:, c0:c1]), np.ascontiguousarray(tft[:, c0:c1])
+        _fit_block(
+            counters, prev, anchor, fb, tb, least, top, refits, w_min,
+            floors[c0:c1], weights[c0:c1], errs[c0:c1],
+        )  # fmt: skip
+    return floors, weights, errs
+
+
+@njit(**_JIT)
+def newton_step(o, k, wf, rec, power) -> np.ndarray:
+    """One step of posterior._lines' Newton's method per element (1-d arrays):
+    o - (o - wf - t) / (1 + rec t / o), t = k * power, ``power`` being numpy's
+    (o / base) ** -rec."""
+    out = np.empty_like(o)
+    for i in range(len(o)):
+        t = k[i] * power[i]
+        out[i] = o[i] - (o[i] - wf[i] - t) / (1.0 + rec[i] * t / o[i])
+    return out
