@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import timedelta
 from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import F, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from negotiation.evaluation import (
@@ -49,13 +50,14 @@ from negotiation.evaluation import (
     episode_key,
     lane_episodes,
     llm_episodes,
-    outcome_from_record,
-    outcome_record,
+    pack_outcomes,
     run_outcomes,
     tables,
+    unpack_outcomes,
 )
 from negotiation.lineups import AS_CONFIGURED
 from procurement import dispatch
+from procurement.dispatch import RunRef
 from procurement.errors import ApplicationError, Conflict
 from procurement.models import (
     Evaluation,
@@ -66,11 +68,16 @@ from procurement.models import (
     Scenario,
 )
 from procurement.run_plan import CPU_QUEUE, GPU_QUEUE, Queue
-from procurement.selectors.evaluations import MAX_STORED_OUTCOMES, outcome_row
+from procurement.selectors.evaluations import (
+    MAX_STORED_OUTCOMES,
+    outcome_row,
+    worlds_played_in_seats,
+)
 from procurement.selectors.seat_outcomes import human_buyer_outcomes, human_supplier_outcomes
 from procurement.services import live
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
+from procurement.services.held_out import held_out_lock
 from procurement.services.quotas import llm_evaluation_quota_check
 from procurement.services.run_status import cancel_run
 from procurement.worlds import server_world_key
@@ -80,6 +87,7 @@ log = logging.getLogger(__name__)
 NAME_LENGTH = Evaluation._meta.get_field("name").max_length
 FLUSH_INTERVAL_S = 1.0  # store outcomes and progress, and read the cancel flag, once a second
 LANE_QUEUES: dict[str, Queue] = {RULE_LANE: CPU_QUEUE, LLM_LANE: GPU_QUEUE}
+OPEN_STATUSES = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING]
 
 
 class EvaluationFailed(ApplicationError):
@@ -213,16 +221,25 @@ def start_evaluation(
     user = user if getattr(user, "is_authenticated", False) else None
     llm_evaluation_quota_check(user=user, llm_episodes=llm_episodes(spec))
     with transaction.atomic():
-        evaluation = _create(spec, name=name, workers=workers, user=user)
+        exposed = []
+        if spec.sealed:  # the range becomes held out: seats' seeds checked against it race
+            held_out_lock()
+            exposed = worlds_played_in_seats(
+                scenarios=spec.scenarios, seed_start=spec.seed_start, seeds=spec.seeds
+            )
+        evaluation = _create(spec, name=name, workers=workers, user=user, exposed=exposed)
         parts = _create_parts(evaluation, spec)
     if enqueue:
         _send_parts(evaluation.pk, parts)
     return evaluation
 
 
-def _create(spec: EvaluationSpec, *, name: str, workers: int, user) -> Evaluation:
+def _create(
+    spec: EvaluationSpec, *, name: str, workers: int, user, exposed: list[dict[str, Any]]
+) -> Evaluation:
     return Evaluation.objects.create(
         name=name,
+        exposed=exposed,
         queue=evaluation_queue(spec),
         policies=list(spec.policies),
         scenarios=list(spec.scenarios),
@@ -291,6 +308,7 @@ class _Lane:
         self.evaluation, self.part = evaluation, part
         self.pending: list[Outcome] = []
         self.last = 0.0
+        self.counted = time.monotonic()  # play time up to here is in part.seconds
 
     def outcomes(self, outcomes: list[Outcome]) -> None:
         self.pending.extend(outcomes)
@@ -302,14 +320,21 @@ class _Lane:
 
     def flush(self) -> None:
         self.last = time.monotonic()
+        played, self.counted = self.last - self.counted, self.last
         e, part, now = self.evaluation, self.part, timezone.now()
         with transaction.atomic():
             if self.pending:
-                rows = [outcome_record(o) for o in self.pending]
-                EvaluationPiece.objects.create(evaluation_id=e.pk, lane=part.lane, outcomes=rows)
+                EvaluationPiece.objects.create(
+                    evaluation_id=e.pk,
+                    lane=part.lane,
+                    episodes=len(self.pending),
+                    data=pack_outcomes(self.pending),
+                )
                 self.pending = []
             EvaluationPart.objects.filter(pk=part.pk).update(
-                done_episodes=part.done_episodes, heartbeat_at=now
+                done_episodes=part.done_episodes,
+                heartbeat_at=now,
+                seconds=F("seconds") + played,
             )
             running = Evaluation.objects.filter(pk=e.pk, status=EvaluationStatus.RUNNING).update(
                 done_episodes=_done_episodes(e.pk), current_cell=e.current_cell, heartbeat_at=now
@@ -335,10 +360,30 @@ def _stored(evaluation_id: int, lane: str | None = None) -> list[Outcome]:
     if lane is not None:
         pieces = pieces.filter(lane=lane)
     return [
-        outcome_from_record(row)
-        for outcomes in pieces.order_by("pk").values_list("outcomes", flat=True)
-        for row in outcomes
+        outcome
+        for data in pieces.order_by("pk").values_list("data", flat=True)
+        for outcome in unpack_outcomes(data)
     ]
+
+
+def _fold_pieces(evaluation_id: int, lane: str) -> None:
+    """A lane that ended keeps its outcomes in one piece (one compressed block of all
+    of them, not one per second), until the run is sealed."""
+    with transaction.atomic():
+        pieces = EvaluationPiece.objects.select_for_update().filter(
+            evaluation_id=evaluation_id, lane=lane
+        )
+        ids = list(pieces.values_list("pk", flat=True))
+        if len(ids) < 2:
+            return
+        outcomes = _stored(evaluation_id, lane)
+        EvaluationPiece.objects.filter(pk__in=ids).delete()
+        EvaluationPiece.objects.create(
+            evaluation_id=evaluation_id,
+            lane=lane,
+            episodes=len(outcomes),
+            data=pack_outcomes(outcomes),
+        )
 
 
 def _ensure_parts(evaluation: Evaluation) -> None:
@@ -349,10 +394,14 @@ def _ensure_parts(evaluation: Evaluation) -> None:
 
 def _start(evaluation_id: int) -> None:
     """The run starts (queued -> running) if it has not: its first lane task, or the
-    first after the reconciler queued it again."""
+    first after the reconciler queued it again; ``started_at`` stays the first start,
+    so its wall time counts from there whatever restarts came later."""
     now = timezone.now()
     Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
-        status=EvaluationStatus.RUNNING, started_at=now, heartbeat_at=now, error=""
+        status=EvaluationStatus.RUNNING,
+        started_at=Coalesce("started_at", Value(now)),
+        heartbeat_at=now,
+        error="",
     )
 
 
@@ -377,13 +426,16 @@ def _claim(evaluation_id: int, lane: str) -> EvaluationPart | None:
 
 
 def evaluation_execute(
-    *, evaluation_id: int, lane: str | None = None, progress: IO[str] | None = None
+    *,
+    evaluation_id: int,
+    lane: str | None = None,
+    progress: IO[str] | None = None,
 ) -> Evaluation:
     """Play a lane of an evaluation (the worker task's body), or with ``lane`` None each
-    of its lanes not yet played, in turn (``manage.py evaluate``, and an older task's
-    message); then seal the run when no lane is left. Episodes a lane stored before are
-    not played again. A lane that another process plays (its heartbeat fresh) is left
-    to it; a run that is over is returned as it is."""
+    of its lanes not yet played, in turn (an older task's message, and the reconciler's
+    for a run with no lane open); then seal the run when no lane is left. Episodes a
+    lane stored before are not played again. A lane that another process plays (its
+    heartbeat fresh) is left to it; a run that is over is returned as it is."""
     if lane is not None and lane not in LANES:
         raise ValueError(f"lane: one of {', '.join(LANES)}")
     evaluation = Evaluation.objects.get(pk=evaluation_id)
@@ -440,6 +492,7 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
     EvaluationPart.objects.filter(pk=part.pk).update(
         status=EvaluationStatus.FINISHED, heartbeat_at=timezone.now()
     )
+    _fold_pieces(evaluation_id, part.lane)
     return True
 
 
@@ -466,7 +519,9 @@ def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
         result = tables(
             spec,
             _stored(evaluation_id),
-            seconds=(timezone.now() - evaluation.started_at).total_seconds(),
+            seconds=(
+                timezone.now() - (evaluation.started_at or evaluation.created_at)
+            ).total_seconds(),
             extra_ratings=human_buyer_outcomes(spec),
             extra_suppliers=human_supplier_outcomes(spec),
         )
@@ -531,24 +586,32 @@ def _release(part_id: int) -> None:
         log.warning("could not queue evaluation lane %s again", part_id, exc_info=True)
 
 
-def evaluation_lanes_to_resume(
-    *, evaluation_ids: Iterable[int]
-) -> list[tuple[int, str | None, str]]:
-    """For the reconciler, which has queued these stalled runs again: each one's lanes not
-    yet played, queued again too, as (evaluation, lane, queue) to send. A run with none
-    open (every lane ended, the seal did not happen; or a run from before lanes) gets
-    one task without a lane, on its own queue: it plays what is left and seals."""
-    out: list[tuple[int, str | None, str]] = []
-    for pk, queue in Evaluation.objects.filter(pk__in=list(evaluation_ids)).values_list(
-        "pk", "queue"
+def evaluation_lanes_claim_stalled(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> list[tuple[int, str, str]]:
+    """For the reconciler: the lanes of open runs whose player is gone, each claimed
+    exactly once (its heartbeat moved to now in one conditional UPDATE) and queued again,
+    as (evaluation, lane, queue) to send. A lane is judged by its own heartbeat, so one
+    that died is resumed while the other lane still plays: a running lane whose
+    heartbeat is older than ``stall_s``, or a queued one with no sign of life for
+    ``queued_grace_s`` whose run has no message on its way (``live``)."""
+    now = timezone.now()
+    open_lanes = EvaluationPart.objects.filter(
+        evaluation__status__in=OPEN_STATUSES, status__in=OPEN_STATUSES
+    ).annotate(last_sign=Coalesce("heartbeat_at", "evaluation__created_at"))
+    stalled = Q(
+        status=EvaluationStatus.QUEUED, last_sign__lt=now - timedelta(seconds=queued_grace_s)
+    ) | Q(status=EvaluationStatus.RUNNING, last_sign__lt=now - timedelta(seconds=stall_s))
+    out: list[tuple[int, str, str]] = []
+    candidates = open_lanes.filter(stalled).order_by("evaluation_id", "lane")
+    for pk, evaluation_id, lane, queue, status in candidates.values_list(
+        "pk", "evaluation_id", "lane", "queue", "status"
     ):
-        parts = EvaluationPart.objects.filter(evaluation_id=pk).exclude(
-            status=EvaluationStatus.FINISHED
-        )
-        lanes = list(parts.order_by("lane").values_list("lane", "queue"))
-        parts.update(status=EvaluationStatus.QUEUED)
-        if lanes:
-            out.extend((pk, lane, q) for lane, q in lanes)
-        else:
-            out.append((pk, None, queue))
+        if status == EvaluationStatus.QUEUED and ("evaluation", evaluation_id) in live:
+            continue  # its task may be waiting for a worker of its queue
+        claimed = EvaluationPart.objects.filter(
+            pk__in=open_lanes.filter(stalled, pk=pk).values("pk")
+        ).update(status=EvaluationStatus.QUEUED, heartbeat_at=now)
+        if claimed:
+            out.append((evaluation_id, lane, queue))
     return out
