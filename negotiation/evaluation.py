@@ -719,13 +719,16 @@ def run_outcomes(
     lane: str | None = None,
     skip: Iterable[EpisodeKey] = (),
     on_outcomes: OutcomesHook | None = None,
+    bar_position: int | None = None,
 ) -> list[Outcome]:
     """The spec's episodes (``lane``: only RULE_LANE's or LLM_LANE's), sorted, but those
     in ``skip`` (played before: counted done, not played again). Rule-only episodes run in
     ``workers`` processes when > 1 (spawned: nothing of the caller's state, such as open
     connections, is inherited); episodes that call a model run here, batched per model.
     ``progress``: a stream for a tqdm bar; ``on_progress``: told after every rule chunk
-    and every LLM episode (ProgressHook); ``on_outcomes``: told the new outcomes then."""
+    and every LLM episode (ProgressHook); ``on_outcomes``: told the new outcomes then;
+    ``bar_position``: the bar's line, for bars of lanes playing at once on one stream
+    (each labelled with its lane)."""
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise EvaluationError(
             [{"field": "workers", "message": f"A whole number from 1 to {MAX_WORKERS}."}]
@@ -744,7 +747,14 @@ def run_outcomes(
     # a rule chunk is told (and stored) whole: one seen before is played no more
     rule_tasks = [t for t in rule_tasks if not skipped.issuperset(_keys(t, spec.replays))]
     with tqdm(
-        total=len(keys), unit="ep", file=progress, disable=progress is None, smoothing=0.1
+        total=len(keys),
+        unit="ep",
+        file=progress,
+        disable=progress is None,
+        smoothing=0.1,
+        desc=f"{lane} lane" if lane is not None else None,
+        position=bar_position,
+        leave=True,
     ) as bar:
         told = _Progress(
             bar,

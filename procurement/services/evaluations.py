@@ -9,8 +9,8 @@ a language model (buyer or suppliers) on ``gpu``; on the embedded default, the i
 rule lane and model lane. The lanes play in parallel, so rule cells never wait behind a
 model; the lane that ends last seals the run from every stored outcome (the tables are
 those one process playing everything would compute: negotiation.evaluation.tables).
-``manage.py evaluate`` creates the same run and plays its lanes in turn in its own
-process (``evaluation_create``).
+``manage.py evaluate`` creates the same run and plays its lanes at the same time in its
+own process, a thread each (``evaluation_create``).
 
 Each lane stores the outcomes of the episodes it played about once a second
 (EvaluationPiece), with its progress, in one transaction: a lane played again (a worker
@@ -26,6 +26,7 @@ buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Collection, Iterable, Mapping
 from datetime import timedelta
@@ -33,7 +34,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -260,17 +261,63 @@ def _create(
 
 def evaluation_create(*, progress: IO[str] | None = None, **options: Any) -> Evaluation:
     """Start an evaluation and play it here, now (``manage.py evaluate``): the same run
-    as start_evaluation's (``options`` are its keyword arguments), its lanes in turn,
-    without a worker.
-    ``progress`` is a stream for a progress bar (None: no bar). EvaluationFailed when the
-    run fails while it plays."""
+    as start_evaluation's (``options`` are its keyword arguments), without a worker, its
+    lanes at once as the workers play them (evaluation_play_lanes).
+    ``progress`` is a stream for the lanes' progress bars (None: no bar).
+    EvaluationFailed when the run fails while it plays."""
     evaluation = start_evaluation(**options, enqueue=False)
-    evaluation = evaluation_execute(evaluation_id=evaluation.pk, progress=progress)
+    evaluation = evaluation_play_lanes(evaluation_id=evaluation.pk, progress=progress)
     if evaluation.status != EvaluationStatus.FINISHED:
         raise EvaluationFailed(
             f"Evaluation #{evaluation.pk} {evaluation.status}: {evaluation.error}"
         )
     return evaluation
+
+
+def evaluation_play_lanes(*, evaluation_id: int, progress: IO[str] | None = None) -> Evaluation:
+    """Play a run's open lanes here, each in its own thread, at the same time (as the
+    cpu and gpu workers play them), each with its own progress bar on ``progress``;
+    the last to end seals the run. The lanes share nothing but the database: the rule
+    lane's episodes play while the model lane waits on its model. An error in a lane
+    (the database gone, say) is raised here once both have stopped; an interrupt
+    (Ctrl-C) cancels the run, and each lane stops within about a second."""
+    lanes = list(
+        EvaluationPart.objects.filter(evaluation_id=evaluation_id)
+        .exclude(status=EvaluationStatus.FINISHED)
+        .order_by("lane")
+        .values_list("lane", flat=True)
+    )
+    if len(lanes) < 2:
+        return evaluation_execute(evaluation_id=evaluation_id, progress=progress)
+    errors: list[BaseException] = []
+
+    def play(lane: str) -> None:
+        try:
+            evaluation_execute(
+                evaluation_id=evaluation_id,
+                lane=lane,
+                progress=progress,
+                bar_position=LANES.index(lane),
+            )
+        except BaseException as exc:  # told to the caller below, once both stopped
+            errors.append(exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=play, args=(lane,), name=f"{lane}-lane") for lane in lanes]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        cancel_run(Evaluation.objects.get(pk=evaluation_id))
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return evaluation_seal_if_done(evaluation_id=evaluation_id)
 
 
 def evaluation_cancel(*, evaluation: Evaluation) -> Evaluation:
@@ -430,6 +477,7 @@ def evaluation_execute(
     evaluation_id: int,
     lane: str | None = None,
     progress: IO[str] | None = None,
+    bar_position: int | None = None,
 ) -> Evaluation:
     """Play a lane of an evaluation (the worker task's body), or with ``lane`` None each
     of its lanes not yet played, in turn (an older task's message, and the reconciler's
@@ -452,12 +500,17 @@ def evaluation_execute(
         part = _claim(evaluation_id, name)
         if part is None:
             continue
-        if not _play_lane(evaluation_id, part, progress):
+        if not _play_lane(evaluation_id, part, progress, bar_position):
             break  # cancelled or failed: the run is over
     return evaluation_seal_if_done(evaluation_id=evaluation_id)
 
 
-def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | None) -> bool:
+def _play_lane(
+    evaluation_id: int,
+    part: EvaluationPart,
+    progress: IO[str] | None,
+    bar_position: int | None = None,
+) -> bool:
     """Play a claimed lane to its end; False when the run ended meanwhile (cancelled,
     or failed here or in the other lane)."""
     evaluation = Evaluation.objects.get(pk=evaluation_id)
@@ -476,6 +529,7 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
                 lane=part.lane,
                 skip=[episode_key(o) for o in _stored(evaluation_id, part.lane)],
                 on_outcomes=tracker.outcomes,
+                bar_position=bar_position,
             )
             tracker.flush()  # the last outcomes stored, whatever the engine last told
     except _Cancelled:
