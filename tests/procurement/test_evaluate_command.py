@@ -171,6 +171,10 @@ def test_stored_policies_play_line_ups_and_the_league_tables_are_stored() -> Non
     assert "buyers x suppliers" in text and "tied with the best" in text
 
 
+# SQLite's test database lives in memory with a shared cache, which locks whole tables
+# across threads at once (no busy wait); the embedded file database (WAL, a busy
+# timeout) is what the command meets there.
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)  # the lanes' threads read what the command wrote
 def test_the_command_plays_its_lanes_at_once_with_a_bar_each(tiny_model, monkeypatch) -> None:
     """Before: the command played its rule lane, then its model lane. After: both at

@@ -42,7 +42,7 @@ def _sealed(**over: Any) -> Evaluation:
 
 @pytest.mark.django_db
 def test_worlds_played_in_a_seat_before_sealing_are_listed_as_exposed(
-    seeded, user_with_role, client
+    seeded, user_with_role, client, api_client_for
 ) -> None:
     analyst = user_with_role("analyst")
     inside = [_seat(analyst, SEED), _seat(analyst, SEED), _seat(analyst, 14)]
@@ -58,6 +58,8 @@ def test_worlds_played_in_a_seat_before_sealing_are_listed_as_exposed(
     ]
     assert public.exposed == [] and other_scenario.exposed == []
     assert evaluation_payload(evaluation)["exposed"] == evaluation.exposed
+    api = api_client_for("analyst").get(f"/api/evaluations/{evaluation.pk}/").json()
+    assert api["exposed"] == evaluation.exposed  # and so the JSON download
     client.force_login(user_with_role("ops"))
     page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
     assert 'id="exposed"' in page and "bilateral seed 12 (2 seat episodes)" in page
