@@ -420,6 +420,22 @@ def unpack_outcomes(data: bytes | memoryview) -> list[Outcome]:
     return [outcome_from_record(row) for row in json.loads(zlib.decompress(bytes(data)))]
 
 
+def fold_packed(pieces: Iterable[bytes | memoryview]) -> bytes:
+    """Packed outcomes (pack_outcomes's) as one packed block, in order, without reading
+    them back: each piece's JSON list is inflated and deflated again as it comes, so
+    only one piece at a time is held."""
+    out = zlib.compressobj(PACK_LEVEL)
+    parts, first = [out.compress(b"[")], True
+    for data in pieces:
+        body = zlib.decompress(bytes(data))[1:-1]  # the rows, without the list's brackets
+        if body:
+            parts.append(out.compress(body if first else b"," + body))
+            first = False
+    parts.append(out.compress(b"]"))
+    parts.append(out.flush())
+    return b"".join(parts)
+
+
 Cell = tuple[str, str | None, str]  # (scenario, tier, line-up)
 Task = tuple[str, str | None, str, str, int, int]  # cell, policy, seeds [lo, hi)
 

@@ -20,7 +20,8 @@ Every check runs before the first write: bad parameters (an unknown policy, line
 scenario, a model that is not there or a server that does not answer, a seed count over
 the limit) raise ValidationError and create nothing. People who played a seat on the
 evaluated scenarios and seeds of a sealed evaluation join its ratings: buyer seats the
-buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py).
+buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py); the run lists
+those worlds as exposed, read under the held-out worlds' lock (services.held_out).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from negotiation.evaluation import (
     Outcome,
     build_spec,
     episode_key,
+    fold_packed,
     lane_episodes,
     llm_episodes,
     pack_outcomes,
@@ -417,19 +419,24 @@ def _fold_pieces(evaluation_id: int, lane: str) -> None:
     """A lane that ended keeps its outcomes in one piece (one compressed block of all
     of them, not one per second), until the run is sealed."""
     with transaction.atomic():
-        pieces = EvaluationPiece.objects.select_for_update().filter(
-            evaluation_id=evaluation_id, lane=lane
+        pieces = (
+            EvaluationPiece.objects.select_for_update()
+            .filter(evaluation_id=evaluation_id, lane=lane)
+            .order_by("pk")
         )
-        ids = list(pieces.values_list("pk", flat=True))
-        if len(ids) < 2:
+        rows = list(pieces.values_list("pk", "episodes"))
+        if len(rows) < 2:
             return
-        outcomes = _stored(evaluation_id, lane)
+        ids = [pk for pk, _ in rows]
+        data = fold_packed(
+            EvaluationPiece.objects.filter(pk=pk).values_list("data", flat=True).get() for pk in ids
+        )
         EvaluationPiece.objects.filter(pk__in=ids).delete()
         EvaluationPiece.objects.create(
             evaluation_id=evaluation_id,
             lane=lane,
-            episodes=len(outcomes),
-            data=pack_outcomes(outcomes),
+            episodes=sum(n for _, n in rows),
+            data=data,
         )
 
 

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.test import override_settings
 from django.utils import timezone
 
-from negotiation.evaluation import combine, evaluate
+from negotiation.evaluation import combine, evaluate, unpack_outcomes
 from procurement import dispatch
 from procurement.broker import run_ref
 from procurement.errors import Conflict, QuotaExceeded
@@ -355,6 +355,7 @@ def test_pieces_are_stored_compactly_and_an_ended_lane_keeps_one(db, monkeypatch
     assert sum(1 for n in stores if n) > 1  # it stored as it went
     (piece,) = EvaluationPiece.objects.filter(evaluation=evaluation)
     assert piece.episodes == evaluation.episodes == 180
+    assert len(unpack_outcomes(piece.data)) == 180  # each once
     assert len(bytes(piece.data)) / piece.episodes < 60
     spec = svc._pinned_spec(evaluation)
     assert combine(spec, svc._stored(evaluation.pk)) == list(evaluate(spec).outcomes)
