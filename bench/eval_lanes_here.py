@@ -12,6 +12,8 @@ Needs a migrated database (DATABASE_URL, or the embedded SQLite default):
         [--seeds 20] [--rounds 2]
 
 Without --model a tiny random GPT-2 is built (tests/llm_models.py: CPU, noise replies).
+``--latency S`` adds S seconds to every model call, spent waiting (as on a GPU or a
+model server), not on this machine's cores.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def main() -> None:
     parser.add_argument("--rules", default="expert,random,always_accept")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added per call")
     args = parser.parse_args()
 
     import django
@@ -40,6 +43,8 @@ def main() -> None:
     from procurement.models import PolicyConfig
     from procurement.services import evaluations as svc
 
+    if args.latency:
+        _slow_model_calls(args.latency)
     model = args.model
     if model is None:
         from tests.llm_models import build_tiny_model
@@ -74,7 +79,27 @@ def main() -> None:
                 f"llm lane {lanes['llm']:6.2f} s; load {os.getloadavg()[0]:.1f}"
             )
     turn, once = statistics.median(walls["in turn"]), statistics.median(walls["at once"])
-    print(f"median wall: in turn {turn:.2f} s, at once {once:.2f} s, ratio {once / turn:.2f}")
+    print(
+        f"median wall: in turn {turn:.2f} s, at once {once:.2f} s, ratio {once / turn:.2f}"
+        f" (model calls +{args.latency:g} s each)"
+    )
+
+
+def _slow_model_calls(seconds: float) -> None:
+    """Every process-wide batcher's model calls take ``seconds`` more, waiting."""
+    from bench.eval_batching import Slowed
+    from negotiation.llm import resolve_backend, shared
+    from negotiation.llm.batching import BatchingBackend
+
+    made: dict = {}
+
+    def slowed_batcher(spec):
+        if spec not in made:
+            inner = resolve_backend(spec.backend, spec.model, **dict(spec.options))
+            made[spec] = BatchingBackend(Slowed(inner, seconds, 0.0))
+        return made[spec]
+
+    shared.shared_batcher = slowed_batcher
 
 
 if __name__ == "__main__":
