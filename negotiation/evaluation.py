@@ -19,6 +19,7 @@ through the caller (procurement/services/evaluations.py).
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import time
@@ -56,6 +57,7 @@ MAX_REPLAYS = 32
 MAX_WORKERS = 64
 BOOTSTRAP_RESAMPLES = 2000
 CHUNK_SEEDS = 25  # seeds per unit of work: progress stays smooth, overhead small
+PACK_LEVEL = 6  # zlib's default: most of the gain of 9 at a fraction of its time
 LLM_BATCH_EPISODES = 64  # LLM episodes playing at once against one model
 # An evaluation's two lanes: episodes without a model (any process, the cpu queue) and
 # episodes that call one (batched per model, the gpu queue). They play apart, in parallel.
@@ -406,6 +408,34 @@ def outcome_from_record(row: Sequence[Any]) -> Outcome:
     return Outcome(**values)
 
 
+def pack_outcomes(outcomes: Iterable[Outcome]) -> bytes:
+    """Outcomes as compact bytes to store (a lane's pieces): their records
+    (outcome_record: every field the tables need, timings to the microsecond) as JSON,
+    deflated. Read back whole by unpack_outcomes."""
+    rows = [outcome_record(o) for o in outcomes]
+    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), PACK_LEVEL)
+
+
+def unpack_outcomes(data: bytes | memoryview) -> list[Outcome]:
+    return [outcome_from_record(row) for row in json.loads(zlib.decompress(bytes(data)))]
+
+
+def fold_packed(pieces: Iterable[bytes | memoryview]) -> bytes:
+    """Packed outcomes (pack_outcomes's) as one packed block, in order, without reading
+    them back: each piece's JSON list is inflated and deflated again as it comes, so
+    only one piece at a time is held."""
+    out = zlib.compressobj(PACK_LEVEL)
+    parts, first = [out.compress(b"[")], True
+    for data in pieces:
+        body = zlib.decompress(bytes(data))[1:-1]  # the rows, without the list's brackets
+        if body:
+            parts.append(out.compress(body if first else b"," + body))
+            first = False
+    parts.append(out.compress(b"]"))
+    parts.append(out.flush())
+    return b"".join(parts)
+
+
 Cell = tuple[str, str | None, str]  # (scenario, tier, line-up)
 Task = tuple[str, str | None, str, str, int, int]  # cell, policy, seeds [lo, hi)
 
@@ -705,13 +735,16 @@ def run_outcomes(
     lane: str | None = None,
     skip: Iterable[EpisodeKey] = (),
     on_outcomes: OutcomesHook | None = None,
+    bar_position: int | None = None,
 ) -> list[Outcome]:
     """The spec's episodes (``lane``: only RULE_LANE's or LLM_LANE's), sorted, but those
     in ``skip`` (played before: counted done, not played again). Rule-only episodes run in
     ``workers`` processes when > 1 (spawned: nothing of the caller's state, such as open
     connections, is inherited); episodes that call a model run here, batched per model.
     ``progress``: a stream for a tqdm bar; ``on_progress``: told after every rule chunk
-    and every LLM episode (ProgressHook); ``on_outcomes``: told the new outcomes then."""
+    and every LLM episode (ProgressHook); ``on_outcomes``: told the new outcomes then;
+    ``bar_position``: the bar's line, for bars of lanes playing at once on one stream
+    (each labelled with its lane)."""
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise EvaluationError(
             [{"field": "workers", "message": f"A whole number from 1 to {MAX_WORKERS}."}]
@@ -730,7 +763,14 @@ def run_outcomes(
     # a rule chunk is told (and stored) whole: one seen before is played no more
     rule_tasks = [t for t in rule_tasks if not skipped.issuperset(_keys(t, spec.replays))]
     with tqdm(
-        total=len(keys), unit="ep", file=progress, disable=progress is None, smoothing=0.1
+        total=len(keys),
+        unit="ep",
+        file=progress,
+        disable=progress is None,
+        smoothing=0.1,
+        desc=f"{lane} lane" if lane is not None else None,
+        position=bar_position,
+        leave=True,
     ) as bar:
         told = _Progress(
             bar,

@@ -54,6 +54,7 @@ class EvaluationDetailSerializer(EvaluationSerializer):
             "ratings",
             "matrix",
             "supplier_table",
+            "exposed",
         ]
         read_only_fields = fields
 

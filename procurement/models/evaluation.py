@@ -77,7 +77,18 @@ class Evaluation(models.Model):
     # One row per episode ([scenario, tier, line-up, buyer, seed, replay, score, ...], see
     # selectors.evaluations.OUTCOME_FIELDS); empty when there were too many to keep.
     outcomes = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
-    seconds = models.FloatField(default=0.0, help_text="Wall time of the episodes' play.")
+    seconds = models.FloatField(
+        default=0.0,
+        help_text="Wall time from the run's first start to its seal, restarts and waits "
+        "included (each lane's own play time: EvaluationPart.seconds).",
+    )
+    exposed = models.JSONField(
+        decoder=StoredJSONDecoder,
+        default=list,
+        blank=True,
+        help_text="Sealed only: worlds of its range a person had played in a seat before it "
+        "was sealed, [{scenario, seed, episodes}] (services.held_out).",
+    )
     leaderboard = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     ratings = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     matrix = models.JSONField(
@@ -133,6 +144,9 @@ class EvaluationPart(models.Model):
     )
     episodes = models.PositiveIntegerField()
     done_episodes = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(
+        default=0.0, help_text="Time this lane spent playing, summed over its attempts."
+    )
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -148,12 +162,14 @@ class EvaluationPart(models.Model):
 class EvaluationPiece(models.Model):
     """Outcomes of episodes a lane played, stored as they ended (about once a second):
     a resumed run (restart, duplicate delivery, reconciler) plays only the episodes no
-    piece holds. Each row of ``outcomes`` is negotiation.evaluation.outcome_record's;
-    the pieces are dropped once the run is sealed."""
+    piece holds. ``data`` is negotiation.evaluation.pack_outcomes's (compressed records,
+    every field the tables need); a lane that ends folds its pieces into one, and the
+    pieces are dropped once the run is sealed."""
 
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="pieces")
     lane = models.CharField(max_length=8)
-    outcomes = models.JSONField(decoder=StoredJSONDecoder)
+    episodes = models.PositiveIntegerField(help_text="How many outcomes ``data`` holds.")
+    data = models.BinaryField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

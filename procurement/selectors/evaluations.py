@@ -15,7 +15,7 @@ from negotiation.lineups import AS_CONFIGURED, LLM_PREFIX
 from negotiation.llm.models import model_label
 from negotiation.policies import MEASUREMENT_ONLY
 from procurement.errors import NotFound
-from procurement.models import Evaluation, PolicyConfig, Scenario
+from procurement.models import Episode, Evaluation, PolicyConfig, Scenario
 from procurement.run_plan import buyer_uses_llm
 
 # An evaluation keeps one row per episode up to this many (a list per episode, in the
@@ -106,6 +106,27 @@ def sealed_evaluation_holding(*, scenario: str, seed: int) -> Evaluation | None:
     return next((e for e in candidates if scenario in (e.scenarios or [])), None)
 
 
+def worlds_played_in_seats(
+    *, scenarios: list[str] | tuple[str, ...], seed_start: int, seeds: int
+) -> list[dict[str, Any]]:
+    """The seat episodes (a person's, drawn under the server's key) on ``scenarios`` and
+    the seeds [seed_start, seed_start + seeds): one entry per world, {scenario, seed,
+    episodes (ids, oldest first)}, in scenario then seed order."""
+    rows = (
+        Episode.objects.filter(
+            sealed=True,
+            scenario_name__in=list(scenarios),
+            seed__range=(seed_start, seed_start + seeds - 1),
+        )
+        .order_by("scenario_name", "seed", "pk")
+        .values_list("scenario_name", "seed", "pk")
+    )
+    worlds: dict[tuple[str, int], list[int]] = {}
+    for scenario, seed, pk in rows:
+        worlds.setdefault((scenario, seed), []).append(pk)
+    return [{"scenario": k[0], "seed": k[1], "episodes": v} for k, v in worlds.items()]
+
+
 def evaluation_buyer_names() -> list[str]:
     """Stored policies that can play a headless evaluation's buyer."""
     refused = {*REFUSED_POLICIES, *MEASUREMENT_ONLY}
@@ -158,6 +179,8 @@ def evaluation_payload(evaluation: Evaluation) -> dict[str, Any]:
         "progress": evaluation.progress,
         "current_cell": evaluation.current_cell,
         "lanes": evaluation_lanes(evaluation),
+        "seconds": evaluation.seconds,
+        "exposed": evaluation.exposed,
         "error": evaluation.error,
         "started_at": evaluation.started_at.isoformat() if evaluation.started_at else None,
         "finished_at": evaluation.finished_at.isoformat() if evaluation.finished_at else None,
@@ -170,7 +193,7 @@ LANE_NAMES = {"rule": "rule episodes", "llm": "model episodes"}
 def evaluation_lanes(evaluation: Evaluation) -> list[dict[str, Any]]:
     """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress."""
     parts = evaluation.parts.order_by("-lane").values(
-        "lane", "queue", "status", "done_episodes", "episodes"
+        "lane", "queue", "status", "done_episodes", "episodes", "seconds"
     )
     return [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
 

@@ -9,8 +9,8 @@ a language model (buyer or suppliers) on ``gpu``; on the embedded default, the i
 rule lane and model lane. The lanes play in parallel, so rule cells never wait behind a
 model; the lane that ends last seals the run from every stored outcome (the tables are
 those one process playing everything would compute: negotiation.evaluation.tables).
-``manage.py evaluate`` creates the same run and plays its lanes in turn in its own
-process (``evaluation_create``).
+``manage.py evaluate`` creates the same run and plays its lanes at the same time in its
+own process, a thread each (``evaluation_create``).
 
 Each lane stores the outcomes of the episodes it played about once a second
 (EvaluationPiece), with its progress, in one transaction: a lane played again (a worker
@@ -20,21 +20,24 @@ Every check runs before the first write: bad parameters (an unknown policy, line
 scenario, a model that is not there or a server that does not answer, a seed count over
 the limit) raise ValidationError and create nothing. People who played a seat on the
 evaluated scenarios and seeds of a sealed evaluation join its ratings: buyer seats the
-buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py).
+buyers' pool, supplier seats the suppliers' (selectors/seat_outcomes.py); the run lists
+those worlds as exposed, read under the held-out worlds' lock (services.held_out).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import timedelta
 from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import Q, Sum
+from django.db import connection, transaction
+from django.db.models import F, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from negotiation.evaluation import (
@@ -47,15 +50,17 @@ from negotiation.evaluation import (
     Outcome,
     build_spec,
     episode_key,
+    fold_packed,
     lane_episodes,
     llm_episodes,
-    outcome_from_record,
-    outcome_record,
+    pack_outcomes,
     run_outcomes,
     tables,
+    unpack_outcomes,
 )
 from negotiation.lineups import AS_CONFIGURED
 from procurement import dispatch
+from procurement.dispatch import RunRef
 from procurement.errors import ApplicationError, Conflict
 from procurement.models import (
     Evaluation,
@@ -66,11 +71,16 @@ from procurement.models import (
     Scenario,
 )
 from procurement.run_plan import CPU_QUEUE, GPU_QUEUE, Queue
-from procurement.selectors.evaluations import MAX_STORED_OUTCOMES, outcome_row
+from procurement.selectors.evaluations import (
+    MAX_STORED_OUTCOMES,
+    outcome_row,
+    worlds_played_in_seats,
+)
 from procurement.selectors.seat_outcomes import human_buyer_outcomes, human_supplier_outcomes
 from procurement.services import live
 from procurement.services.faults import describe, is_infrastructure_error
 from procurement.services.heartbeat import Heartbeat
+from procurement.services.held_out import held_out_lock
 from procurement.services.quotas import llm_evaluation_quota_check
 from procurement.services.run_status import cancel_run
 from procurement.worlds import server_world_key
@@ -80,6 +90,7 @@ log = logging.getLogger(__name__)
 NAME_LENGTH = Evaluation._meta.get_field("name").max_length
 FLUSH_INTERVAL_S = 1.0  # store outcomes and progress, and read the cancel flag, once a second
 LANE_QUEUES: dict[str, Queue] = {RULE_LANE: CPU_QUEUE, LLM_LANE: GPU_QUEUE}
+OPEN_STATUSES = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING]
 
 
 class EvaluationFailed(ApplicationError):
@@ -213,16 +224,25 @@ def start_evaluation(
     user = user if getattr(user, "is_authenticated", False) else None
     llm_evaluation_quota_check(user=user, llm_episodes=llm_episodes(spec))
     with transaction.atomic():
-        evaluation = _create(spec, name=name, workers=workers, user=user)
+        exposed = []
+        if spec.sealed:  # the range becomes held out: seats' seeds checked against it race
+            held_out_lock()
+            exposed = worlds_played_in_seats(
+                scenarios=spec.scenarios, seed_start=spec.seed_start, seeds=spec.seeds
+            )
+        evaluation = _create(spec, name=name, workers=workers, user=user, exposed=exposed)
         parts = _create_parts(evaluation, spec)
     if enqueue:
         _send_parts(evaluation.pk, parts)
     return evaluation
 
 
-def _create(spec: EvaluationSpec, *, name: str, workers: int, user) -> Evaluation:
+def _create(
+    spec: EvaluationSpec, *, name: str, workers: int, user, exposed: list[dict[str, Any]]
+) -> Evaluation:
     return Evaluation.objects.create(
         name=name,
+        exposed=exposed,
         queue=evaluation_queue(spec),
         policies=list(spec.policies),
         scenarios=list(spec.scenarios),
@@ -243,17 +263,63 @@ def _create(spec: EvaluationSpec, *, name: str, workers: int, user) -> Evaluatio
 
 def evaluation_create(*, progress: IO[str] | None = None, **options: Any) -> Evaluation:
     """Start an evaluation and play it here, now (``manage.py evaluate``): the same run
-    as start_evaluation's (``options`` are its keyword arguments), its lanes in turn,
-    without a worker.
-    ``progress`` is a stream for a progress bar (None: no bar). EvaluationFailed when the
-    run fails while it plays."""
+    as start_evaluation's (``options`` are its keyword arguments), without a worker, its
+    lanes at once as the workers play them (evaluation_play_lanes).
+    ``progress`` is a stream for the lanes' progress bars (None: no bar).
+    EvaluationFailed when the run fails while it plays."""
     evaluation = start_evaluation(**options, enqueue=False)
-    evaluation = evaluation_execute(evaluation_id=evaluation.pk, progress=progress)
+    evaluation = evaluation_play_lanes(evaluation_id=evaluation.pk, progress=progress)
     if evaluation.status != EvaluationStatus.FINISHED:
         raise EvaluationFailed(
             f"Evaluation #{evaluation.pk} {evaluation.status}: {evaluation.error}"
         )
     return evaluation
+
+
+def evaluation_play_lanes(*, evaluation_id: int, progress: IO[str] | None = None) -> Evaluation:
+    """Play a run's open lanes here, each in its own thread, at the same time (as the
+    cpu and gpu workers play them), each with its own progress bar on ``progress``;
+    the last to end seals the run. The lanes share nothing but the database: the rule
+    lane's episodes play while the model lane waits on its model. An error in a lane
+    (the database gone, say) is raised here once both have stopped; an interrupt
+    (Ctrl-C) cancels the run, and each lane stops within about a second."""
+    lanes = list(
+        EvaluationPart.objects.filter(evaluation_id=evaluation_id)
+        .exclude(status=EvaluationStatus.FINISHED)
+        .order_by("lane")
+        .values_list("lane", flat=True)
+    )
+    if len(lanes) < 2:
+        return evaluation_execute(evaluation_id=evaluation_id, progress=progress)
+    errors: list[BaseException] = []
+
+    def play(lane: str) -> None:
+        try:
+            evaluation_execute(
+                evaluation_id=evaluation_id,
+                lane=lane,
+                progress=progress,
+                bar_position=LANES.index(lane),
+            )
+        except BaseException as exc:  # told to the caller below, once both stopped
+            errors.append(exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=play, args=(lane,), name=f"{lane}-lane") for lane in lanes]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:
+        cancel_run(Evaluation.objects.get(pk=evaluation_id))
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return evaluation_seal_if_done(evaluation_id=evaluation_id)
 
 
 def evaluation_cancel(*, evaluation: Evaluation) -> Evaluation:
@@ -291,6 +357,7 @@ class _Lane:
         self.evaluation, self.part = evaluation, part
         self.pending: list[Outcome] = []
         self.last = 0.0
+        self.counted = time.monotonic()  # play time up to here is in part.seconds
 
     def outcomes(self, outcomes: list[Outcome]) -> None:
         self.pending.extend(outcomes)
@@ -302,14 +369,21 @@ class _Lane:
 
     def flush(self) -> None:
         self.last = time.monotonic()
+        played, self.counted = self.last - self.counted, self.last
         e, part, now = self.evaluation, self.part, timezone.now()
         with transaction.atomic():
             if self.pending:
-                rows = [outcome_record(o) for o in self.pending]
-                EvaluationPiece.objects.create(evaluation_id=e.pk, lane=part.lane, outcomes=rows)
+                EvaluationPiece.objects.create(
+                    evaluation_id=e.pk,
+                    lane=part.lane,
+                    episodes=len(self.pending),
+                    data=pack_outcomes(self.pending),
+                )
                 self.pending = []
             EvaluationPart.objects.filter(pk=part.pk).update(
-                done_episodes=part.done_episodes, heartbeat_at=now
+                done_episodes=part.done_episodes,
+                heartbeat_at=now,
+                seconds=F("seconds") + played,
             )
             running = Evaluation.objects.filter(pk=e.pk, status=EvaluationStatus.RUNNING).update(
                 done_episodes=_done_episodes(e.pk), current_cell=e.current_cell, heartbeat_at=now
@@ -335,10 +409,35 @@ def _stored(evaluation_id: int, lane: str | None = None) -> list[Outcome]:
     if lane is not None:
         pieces = pieces.filter(lane=lane)
     return [
-        outcome_from_record(row)
-        for outcomes in pieces.order_by("pk").values_list("outcomes", flat=True)
-        for row in outcomes
+        outcome
+        for data in pieces.order_by("pk").values_list("data", flat=True)
+        for outcome in unpack_outcomes(data)
     ]
+
+
+def _fold_pieces(evaluation_id: int, lane: str) -> None:
+    """A lane that ended keeps its outcomes in one piece (one compressed block of all
+    of them, not one per second), until the run is sealed."""
+    with transaction.atomic():
+        pieces = (
+            EvaluationPiece.objects.select_for_update()
+            .filter(evaluation_id=evaluation_id, lane=lane)
+            .order_by("pk")
+        )
+        rows = list(pieces.values_list("pk", "episodes"))
+        if len(rows) < 2:
+            return
+        ids = [pk for pk, _ in rows]
+        data = fold_packed(
+            EvaluationPiece.objects.filter(pk=pk).values_list("data", flat=True).get() for pk in ids
+        )
+        EvaluationPiece.objects.filter(pk__in=ids).delete()
+        EvaluationPiece.objects.create(
+            evaluation_id=evaluation_id,
+            lane=lane,
+            episodes=sum(n for _, n in rows),
+            data=data,
+        )
 
 
 def _ensure_parts(evaluation: Evaluation) -> None:
@@ -349,10 +448,14 @@ def _ensure_parts(evaluation: Evaluation) -> None:
 
 def _start(evaluation_id: int) -> None:
     """The run starts (queued -> running) if it has not: its first lane task, or the
-    first after the reconciler queued it again."""
+    first after the reconciler queued it again; ``started_at`` stays the first start,
+    so its wall time counts from there whatever restarts came later."""
     now = timezone.now()
     Evaluation.objects.filter(pk=evaluation_id, status=EvaluationStatus.QUEUED).update(
-        status=EvaluationStatus.RUNNING, started_at=now, heartbeat_at=now, error=""
+        status=EvaluationStatus.RUNNING,
+        started_at=Coalesce("started_at", Value(now)),
+        heartbeat_at=now,
+        error="",
     )
 
 
@@ -377,13 +480,17 @@ def _claim(evaluation_id: int, lane: str) -> EvaluationPart | None:
 
 
 def evaluation_execute(
-    *, evaluation_id: int, lane: str | None = None, progress: IO[str] | None = None
+    *,
+    evaluation_id: int,
+    lane: str | None = None,
+    progress: IO[str] | None = None,
+    bar_position: int | None = None,
 ) -> Evaluation:
     """Play a lane of an evaluation (the worker task's body), or with ``lane`` None each
-    of its lanes not yet played, in turn (``manage.py evaluate``, and an older task's
-    message); then seal the run when no lane is left. Episodes a lane stored before are
-    not played again. A lane that another process plays (its heartbeat fresh) is left
-    to it; a run that is over is returned as it is."""
+    of its lanes not yet played, in turn (an older task's message, and the reconciler's
+    for a run with no lane open); then seal the run when no lane is left. Episodes a
+    lane stored before are not played again. A lane that another process plays (its
+    heartbeat fresh) is left to it; a run that is over is returned as it is."""
     if lane is not None and lane not in LANES:
         raise ValueError(f"lane: one of {', '.join(LANES)}")
     evaluation = Evaluation.objects.get(pk=evaluation_id)
@@ -400,12 +507,17 @@ def evaluation_execute(
         part = _claim(evaluation_id, name)
         if part is None:
             continue
-        if not _play_lane(evaluation_id, part, progress):
+        if not _play_lane(evaluation_id, part, progress, bar_position):
             break  # cancelled or failed: the run is over
     return evaluation_seal_if_done(evaluation_id=evaluation_id)
 
 
-def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | None) -> bool:
+def _play_lane(
+    evaluation_id: int,
+    part: EvaluationPart,
+    progress: IO[str] | None,
+    bar_position: int | None = None,
+) -> bool:
     """Play a claimed lane to its end; False when the run ended meanwhile (cancelled,
     or failed here or in the other lane)."""
     evaluation = Evaluation.objects.get(pk=evaluation_id)
@@ -424,6 +536,7 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
                 lane=part.lane,
                 skip=[episode_key(o) for o in _stored(evaluation_id, part.lane)],
                 on_outcomes=tracker.outcomes,
+                bar_position=bar_position,
             )
             tracker.flush()  # the last outcomes stored, whatever the engine last told
     except _Cancelled:
@@ -440,6 +553,7 @@ def _play_lane(evaluation_id: int, part: EvaluationPart, progress: IO[str] | Non
     EvaluationPart.objects.filter(pk=part.pk).update(
         status=EvaluationStatus.FINISHED, heartbeat_at=timezone.now()
     )
+    _fold_pieces(evaluation_id, part.lane)
     return True
 
 
@@ -466,7 +580,9 @@ def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
         result = tables(
             spec,
             _stored(evaluation_id),
-            seconds=(timezone.now() - evaluation.started_at).total_seconds(),
+            seconds=(
+                timezone.now() - (evaluation.started_at or evaluation.created_at)
+            ).total_seconds(),
             extra_ratings=human_buyer_outcomes(spec),
             extra_suppliers=human_supplier_outcomes(spec),
         )
@@ -531,24 +647,32 @@ def _release(part_id: int) -> None:
         log.warning("could not queue evaluation lane %s again", part_id, exc_info=True)
 
 
-def evaluation_lanes_to_resume(
-    *, evaluation_ids: Iterable[int]
-) -> list[tuple[int, str | None, str]]:
-    """For the reconciler, which has queued these stalled runs again: each one's lanes not
-    yet played, queued again too, as (evaluation, lane, queue) to send. A run with none
-    open (every lane ended, the seal did not happen; or a run from before lanes) gets
-    one task without a lane, on its own queue: it plays what is left and seals."""
-    out: list[tuple[int, str | None, str]] = []
-    for pk, queue in Evaluation.objects.filter(pk__in=list(evaluation_ids)).values_list(
-        "pk", "queue"
+def evaluation_lanes_claim_stalled(
+    *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
+) -> list[tuple[int, str, str]]:
+    """For the reconciler: the lanes of open runs whose player is gone, each claimed
+    exactly once (its heartbeat moved to now in one conditional UPDATE) and queued again,
+    as (evaluation, lane, queue) to send. A lane is judged by its own heartbeat, so one
+    that died is resumed while the other lane still plays: a running lane whose
+    heartbeat is older than ``stall_s``, or a queued one with no sign of life for
+    ``queued_grace_s`` whose run has no message on its way (``live``)."""
+    now = timezone.now()
+    open_lanes = EvaluationPart.objects.filter(
+        evaluation__status__in=OPEN_STATUSES, status__in=OPEN_STATUSES
+    ).annotate(last_sign=Coalesce("heartbeat_at", "evaluation__created_at"))
+    stalled = Q(
+        status=EvaluationStatus.QUEUED, last_sign__lt=now - timedelta(seconds=queued_grace_s)
+    ) | Q(status=EvaluationStatus.RUNNING, last_sign__lt=now - timedelta(seconds=stall_s))
+    out: list[tuple[int, str, str]] = []
+    candidates = open_lanes.filter(stalled).order_by("evaluation_id", "lane")
+    for pk, evaluation_id, lane, queue, status in candidates.values_list(
+        "pk", "evaluation_id", "lane", "queue", "status"
     ):
-        parts = EvaluationPart.objects.filter(evaluation_id=pk).exclude(
-            status=EvaluationStatus.FINISHED
-        )
-        lanes = list(parts.order_by("lane").values_list("lane", "queue"))
-        parts.update(status=EvaluationStatus.QUEUED)
-        if lanes:
-            out.extend((pk, lane, q) for lane, q in lanes)
-        else:
-            out.append((pk, None, queue))
+        if status == EvaluationStatus.QUEUED and ("evaluation", evaluation_id) in live:
+            continue  # its task may be waiting for a worker of its queue
+        claimed = EvaluationPart.objects.filter(
+            pk__in=open_lanes.filter(stalled, pk=pk).values("pk")
+        ).update(status=EvaluationStatus.QUEUED, heartbeat_at=now)
+        if claimed:
+            out.append((evaluation_id, lane, queue))
     return out

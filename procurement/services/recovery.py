@@ -40,7 +40,7 @@ from procurement.models import (
 from procurement.models.status import RunStatus
 from procurement.run_plan import GPU_QUEUE, HUMAN_QUEUE
 from procurement.services import approvals, human_seat, supplier_seat
-from procurement.services.evaluations import evaluation_lanes_to_resume
+from procurement.services.evaluations import evaluation_lanes_claim_stalled
 from procurement.services.sweeps import OPEN_CELL_STATUSES, sweep_close_if_done
 
 log = logging.getLogger(__name__)
@@ -182,12 +182,24 @@ def recover_trainings(
 def recover_evaluations(
     *, live: Collection[RunRef], queued_grace_s: float, stall_s: float
 ) -> list[tuple[int, str | None, str]]:
-    """Claim stalled evaluation runs: their lanes not yet played, as (evaluation, lane,
-    queue); each lane's task sent again plays only the episodes it has not stored."""
-    claimed = _requeue_stalled(
-        Evaluation, "evaluation", live=live, queued_grace_s=queued_grace_s, stall_s=stall_s
+    """Claim stalled evaluations, lane by lane: each lane whose own player is gone (the
+    other lane may still play), as (evaluation, lane, queue); its task sent again plays
+    only the episodes it has not stored. A stalled run with no lane open (every lane
+    ended but the seal did not happen, or a run from before lanes) gets one task
+    without a lane, on its own queue: it plays what is left and seals. A run stays
+    running while it is resumed: its first start, and so its wall time, stand."""
+    grace = {"queued_grace_s": queued_grace_s, "stall_s": stall_s}
+    out: list[tuple[int, str | None, str]] = list(
+        evaluation_lanes_claim_stalled(live=live, **grace)
     )
-    return evaluation_lanes_to_resume(evaluation_ids=claimed)
+    laneless = _stalled(
+        Evaluation.objects.filter(status__in=OPEN_RUN).exclude(parts__status__in=OPEN_RUN),
+        **grace,
+    ).values_list("pk", "queue")
+    for pk, queue in laneless:
+        if ("evaluation", pk) not in live and _claim(Evaluation.objects.all(), pk, **grace):
+            out.append((pk, None, queue))
+    return out
 
 
 def reconcile(*, stall_s: float | None = None) -> Recovery:

@@ -56,6 +56,7 @@ from procurement.services.episodes import (
     episode_build,
     episode_store_played_step,
 )
+from procurement.services.held_out import held_out_lock
 from procurement.services.quotas import episode_quota_check
 from procurement.worlds import episode_env
 
@@ -138,6 +139,7 @@ def supplier_seat_start(
     if seed is not None and not 0 <= seed < SEED_BOUND:
         raise ValidationError({"seed": [f"A seed is between 0 and {SEED_BOUND - 1}."]})
     if seed is not None:
+        held_out_lock()  # to commit: a sealed evaluation created meanwhile waits, then sees it
         _check_seed_not_held_out(scenario.name, seed)
     episode = episode_build(
         scenario=scenario,

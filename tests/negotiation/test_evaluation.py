@@ -15,11 +15,14 @@ from negotiation.evaluation import (
     Outcome,
     build_spec,
     evaluate,
+    fold_packed,
     format_leaderboard,
     format_ratings,
     leaderboard,
+    pack_outcomes,
     ratings,
     run_outcomes,
+    unpack_outcomes,
 )
 from negotiation.scenarios import list_presets
 from negotiation.stats import bootstrap_mean_ci
@@ -256,3 +259,17 @@ def test_a_sealed_evaluation_plays_held_out_worlds_that_its_key_reproduces():
     assert sealed != public and scores(b"held-out key")[1] == sealed
     assert public_spec.params()["sealed"] is False and sealed_spec.params()["sealed"] is True
     assert "held-out key" not in repr(sealed_spec)
+
+
+def test_packed_outcomes_read_back_whole_and_fold_in_order() -> None:
+    spec = build_spec(policies="expert,random", scenarios="bilateral", seeds=3)
+    outcomes = run_outcomes(spec)
+    whole = pack_outcomes(outcomes)
+    back = unpack_outcomes(whole)
+    assert back == outcomes  # and the timings, which equality leaves out
+    assert [(o.seconds, o.decisions) for o in back] == [
+        (round(o.seconds, 6), tuple(round(d, 6) for d in o.decisions)) for o in outcomes
+    ]
+    pieces = [pack_outcomes(outcomes[:2]), pack_outcomes([]), pack_outcomes(outcomes[2:])]
+    assert unpack_outcomes(fold_packed(pieces)) == outcomes
+    assert unpack_outcomes(fold_packed([])) == [] == unpack_outcomes(fold_packed([pieces[1]]))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from negotiation import load_scenario, run_episode
 from procurement.models import Evaluation, PolicyConfig, Scenario
+from procurement.services import evaluations as svc
 
 
 def _call(*args: str) -> tuple[str, str]:
@@ -167,3 +169,38 @@ def test_stored_policies_play_line_ups_and_the_league_tables_are_stored() -> Non
     assert {r["lineup"] for r in e.supplier_table} == {"cooperative", "hardball"}
     assert {r["kind"] for r in e.ratings} == {"buyer", "supplier"}
     assert "buyers x suppliers" in text and "tied with the best" in text
+
+
+# SQLite's test database lives in memory with a shared cache, which locks whole tables
+# across threads at once (no busy wait); the embedded file database (WAL, a busy
+# timeout) is what the command meets there.
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)  # the lanes' threads read what the command wrote
+def test_the_command_plays_its_lanes_at_once_with_a_bar_each(tiny_model, monkeypatch) -> None:
+    """Before: the command played its rule lane, then its model lane. After: both at
+    once, a thread each (as the cpu and gpu workers play them), each with its own bar."""
+    PolicyConfig.objects.create(
+        name="llm-tiny-cmd", policy="llm", backend="transformers", model=str(tiny_model)
+    )
+    spans: dict[str, tuple[float, float]] = {}
+    real = svc._play_lane
+
+    def timed(evaluation_id, part, *args, **kwargs):
+        start = time.monotonic()
+        try:
+            return real(evaluation_id, part, *args, **kwargs)
+        finally:
+            spans[part.lane] = (start, time.monotonic())
+
+    monkeypatch.setattr(svc, "_play_lane", timed)
+    text, err = _call(
+        "--policies", "expert,random,llm-tiny-cmd", "--scenarios", "bilateral", "--seeds", "4"
+    )  # fmt: skip
+    (rule_start, rule_end), (llm_start, llm_end) = spans["rule"], spans["llm"]
+    assert rule_start < llm_end and llm_start < rule_end, spans  # they overlapped
+    assert "rule lane" in err and "llm lane" in err  # a bar each
+    evaluation = Evaluation.objects.get()
+    assert (evaluation.status, len(evaluation.outcomes)) == ("finished", 12)
+    assert {p.lane: p.done_episodes for p in evaluation.parts.all()} == {"rule": 8, "llm": 4}
+    assert "rule episodes (rule lane): 8 played in" in text
+    assert "model episodes (llm lane): 4 played in" in text

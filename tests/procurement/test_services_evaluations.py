@@ -13,10 +13,17 @@ from django.core.exceptions import ValidationError
 from django.test import override_settings
 from django.utils import timezone
 
+from negotiation.evaluation import combine, evaluate, unpack_outcomes
 from procurement import dispatch
 from procurement.broker import run_ref
 from procurement.errors import Conflict, QuotaExceeded
-from procurement.models import Evaluation, EvaluationStatus, PolicyConfig
+from procurement.models import (
+    Evaluation,
+    EvaluationPart,
+    EvaluationPiece,
+    EvaluationStatus,
+    PolicyConfig,
+)
 from procurement.services import evaluations as svc
 from procurement.services import live
 from procurement.services.recovery import reconcile
@@ -203,7 +210,7 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
         enqueue=False,
     )  # fmt: skip
     old = timezone.now() - timedelta(hours=1)
-    Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
+    Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old, created_at=old)
     sent = []
     monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
     with (
@@ -212,7 +219,9 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
     ):
         done = reconcile(stall_s=60)
     assert sorted(done.evaluations_restarted) == sorted([rule.pk, llm.pk])
-    assert Evaluation.objects.filter(status=EvaluationStatus.QUEUED).count() == 2
+    # the runs stay running (their first start stands); their lanes are queued again
+    assert Evaluation.objects.filter(status=EvaluationStatus.RUNNING).count() == 2
+    assert {p.status for p in EvaluationPart.objects.all()} == {"queued"}
     # each open lane is sent again on its own queue
     assert sorted((args, queue) for _, args, queue in sent) == sorted(
         [((rule.pk, "rule"), "cpu"), ((llm.pk, "llm"), "gpu")]
@@ -243,6 +252,113 @@ def test_a_run_whose_lanes_all_ended_unsealed_is_sealed_on_resume(
     assert [(args, queue) for _, args, queue in sent] == [((evaluation.pk,), "cpu")]
     done = svc.evaluation_execute(evaluation_id=evaluation.pk)  # the task sent: no lane
     assert done.status == "finished" and len(done.outcomes) == 3
+
+
+def _reconcile_recording(monkeypatch, capture) -> tuple[object, list]:
+    sent: list = []
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))
+    with override_settings(TASK_RUNNER="thread"), capture(execute=True):
+        done = reconcile(stall_s=60)
+    return done, sent
+
+
+@pytest.mark.django_db
+def test_a_dead_lane_is_resumed_while_the_other_lane_still_plays(
+    db, model_folder, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """Before: the run's heartbeat, kept fresh by the model lane, hid the dead rule lane
+    until the model lane ended. After: each lane is judged by its own heartbeat."""
+    evaluation = svc.start_evaluation(
+        policies="expert", scenarios="bilateral", suppliers=f"hardball,llm:{model_folder}",
+        seeds=2, enqueue=False,
+    )  # fmt: skip
+    now, old = timezone.now(), timezone.now() - timedelta(hours=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        status=EvaluationStatus.RUNNING, started_at=old, heartbeat_at=now, created_at=old
+    )
+    parts = EvaluationPart.objects.filter(evaluation=evaluation)
+    parts.filter(lane="rule").update(status=EvaluationStatus.RUNNING, heartbeat_at=old)
+    parts.filter(lane="llm").update(status=EvaluationStatus.RUNNING, heartbeat_at=now)
+    done, sent = _reconcile_recording(monkeypatch, django_capture_on_commit_callbacks)
+    assert [(args, queue) for _, args, queue in sent] == [((evaluation.pk, "rule"), "cpu")]
+    assert done.evaluations_restarted == [evaluation.pk]
+    rule, llm = parts.get(lane="rule"), parts.get(lane="llm")
+    assert rule.status == "queued" and rule.heartbeat_at > old  # claimed: not sent twice
+    assert (llm.status, llm.heartbeat_at) == ("running", now)  # the live lane: untouched
+    assert Evaluation.objects.get(pk=evaluation.pk).status == "running"
+    # a second reconciler within the stall period sends nothing more
+    assert _reconcile_recording(monkeypatch, django_capture_on_commit_callbacks)[1] == []
+
+
+class _Killed(BaseException):
+    """A worker process killed mid-run: nothing after it runs (not even except Exception)."""
+
+
+@pytest.mark.django_db
+def test_a_resumed_run_reports_its_wall_time_from_its_first_start(
+    db, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """Before: a run the reconciler resumed was queued again, and its next start reset
+    started_at, so ``seconds`` counted from the restart. After: the first start stands
+    (wall time: first start to seal), and each lane adds up only its own play time."""
+    monkeypatch.setattr(svc, "FLUSH_INTERVAL_S", 0.0)
+    evaluation = svc.start_evaluation(
+        policies="expert,random", scenarios="bilateral", seeds=50, enqueue=False
+    )
+    real, flushes = svc._Lane.flush, []
+
+    def killed_after_two_stores(self) -> None:
+        real(self)
+        flushes.append(1)
+        if len(flushes) == 2:
+            raise _Killed
+
+    monkeypatch.setattr(svc._Lane, "flush", killed_after_two_stores)
+    with pytest.raises(_Killed):
+        svc.evaluation_execute(evaluation_id=evaluation.pk)
+    monkeypatch.setattr(svc._Lane, "flush", real)
+    played_first = EvaluationPart.objects.values_list("seconds", flat=True).get()
+    first_start = timezone.now() - timedelta(seconds=300)  # it died 5 minutes ago
+    old = timezone.now() - timedelta(hours=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(started_at=first_start, heartbeat_at=old)
+    EvaluationPart.objects.filter(evaluation=evaluation).update(heartbeat_at=old)
+    _, sent = _reconcile_recording(monkeypatch, django_capture_on_commit_callbacks)
+    assert [args for _, args, _ in sent] == [(evaluation.pk, "rule")]
+    done = svc.evaluation_execute(evaluation_id=evaluation.pk, lane="rule")
+    assert done.status == "finished" and done.started_at == first_start
+    wall = (done.finished_at - first_start).total_seconds()
+    assert 300 <= done.seconds <= wall + 1
+    part = EvaluationPart.objects.get(evaluation=evaluation)
+    assert 0 < part.seconds < 300  # the lane's own play, both attempts, not the downtime
+    assert part.seconds >= played_first  # the first attempt's play is counted too
+
+
+@pytest.mark.django_db
+def test_pieces_are_stored_compactly_and_an_ended_lane_keeps_one(db, monkeypatch) -> None:
+    """Before: one JSON row list per store (about 260 bytes an episode as text, more as
+    jsonb), kept until the seal. After: deflated records, and an ended lane's pieces
+    folded into one; the outcomes read back equal."""
+    monkeypatch.setattr(svc, "FLUSH_INTERVAL_S", 0.0)
+    monkeypatch.setattr(svc, "evaluation_seal_if_done", lambda **kw: None)  # look before
+    evaluation = svc.start_evaluation(
+        policies="expert,random,always_accept", scenarios="bilateral", seeds=60, enqueue=False
+    )
+    stores = []
+    real = svc._Lane.flush
+
+    def counting(self) -> None:
+        stores.append(len(self.pending))
+        real(self)
+
+    monkeypatch.setattr(svc._Lane, "flush", counting)
+    svc.evaluation_execute(evaluation_id=evaluation.pk, lane="rule")
+    assert sum(1 for n in stores if n) > 1  # it stored as it went
+    (piece,) = EvaluationPiece.objects.filter(evaluation=evaluation)
+    assert piece.episodes == evaluation.episodes == 180
+    assert len(unpack_outcomes(piece.data)) == 180  # each once
+    assert len(bytes(piece.data)) / piece.episodes < 60
+    spec = svc._pinned_spec(evaluation)
+    assert combine(spec, svc._stored(evaluation.pk)) == list(evaluate(spec).outcomes)
 
 
 class _Recorder:

@@ -139,7 +139,7 @@ def test_a_lane_played_again_plays_only_what_it_had_not_stored(
     with pytest.raises(_Killed):
         svc.evaluation_execute(evaluation_id=evaluation.pk)
     monkeypatch.setattr(svc._Lane, "flush", real)
-    stored = sum(len(p) for p in EvaluationPiece.objects.values_list("outcomes", flat=True))
+    stored = sum(EvaluationPiece.objects.values_list("episodes", flat=True))
     assert 0 < stored < evaluation.episodes
     # the lane's heartbeat is fresh: a duplicate delivery now leaves it to its player
     assert svc.evaluation_execute(evaluation_id=evaluation.pk).status == "running"

@@ -142,8 +142,7 @@ def test_celery_worker_sigkilled_mid_evaluation_resumes_where_it_stopped(stack: 
         "print(json.dumps(e.pk))"
     )
     stored_sql = (
-        "SELECT coalesce(sum(jsonb_array_length(outcomes)), 0) FROM procurement_evaluationpiece"
-        " WHERE evaluation_id=%s"
+        "SELECT coalesce(sum(episodes), 0) FROM procurement_evaluationpiece WHERE evaluation_id=%s"
     )
     wait_until(
         lambda: stack.sql(stored_sql, evaluation)[0][0] >= 60, timeout=90, what="stored outcomes"

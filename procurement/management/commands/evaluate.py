@@ -67,6 +67,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, workers, price, **opts):
         from procurement.errors import ApplicationError
+        from procurement.selectors.evaluations import evaluation_lanes
         from procurement.services.evaluations import evaluation_create
 
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
@@ -93,6 +94,11 @@ class Command(BaseCommand):
             f"Evaluation #{evaluation.pk}: {evaluation.episodes:,} episodes in "
             f"{evaluation.seconds:.1f} s ({workers} worker{'s' if workers != 1 else ''})."
         )
+        for lane in evaluation_lanes(evaluation):
+            self.stdout.write(
+                f"  {lane['name']} ({lane['lane']} lane): {lane['episodes']:,} played in "
+                f"{lane['seconds']:.1f} s"
+            )
         self.stdout.write(format_leaderboard(evaluation.leaderboard))
         self.stdout.write("")
         self.stdout.write(format_matrix(evaluation.matrix))
