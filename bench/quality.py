@@ -32,11 +32,11 @@ Supplier families (``--families``; tables per family and preset):
   rule    the presets as they are (the suppliers the expert was tuned against)
   mixed   HELD OUT: the same presets, but right after reset every supplier's concession
           tactic is re-drawn from wider ranges than any persona uses (regenerate_tactics)
-  field   HELD OUT from tuning: the "bilateral" preset with each field persona
-          (negotiation/suppliers/field.py, third-party negotiators; needs the optional negmas
-          packages, skipped otherwise). Two rules for sellers the model does not explain
-          were designed with them in view, no number fitted to them: the halfway offer at
-          the seller's patience and the trend of its concessions (beliefs.trend_offer)
+  field   the "bilateral" preset with each field persona (negotiation/suppliers/field.py,
+          third-party negotiators; needs the optional negmas packages, skipped otherwise).
+          Rules for sellers the model does not explain were designed with them in view and
+          some numbers chosen on their seeds from 100000 (policy.MEET, over_cap.NEAR_CAP;
+          beliefs.trend_offer's share is set by principle): report on seeds 0-99999
   floor_walk, fixed_price, impatient, erratic
           HELD OUT, never tuned on: the "bilateral" preset (its base persona rotating with
           the seed over the four rule personas, for their hidden numbers) with the seller

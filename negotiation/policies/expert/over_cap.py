@@ -15,7 +15,10 @@ family's sellers (suppliers/field.py; tuned on seeds from 100000, never on 0-999
   AgentK's moves are draws and can grow too, but by factors that differ more than
   CLOCK_SPREAD): the deal is possible only near the cap, and the buyer offers NEAR_CAP
   of the way from its last offer to the cap, keeping the final offer (the cap) as a
-  second chance. A midway offer
+  second chance. The final offer that claims the trend of a seller's concessions
+  (beliefs.trend_offer) is made only to a steady clock (on_clock): a seller that mirrored
+  the buyer's jump at its patience concedes more than any clock's pace, and would walk
+  from a final offer that claims that concession again. A midway offer
   there lost about half such deals (AgentK: a late jump that leaves the cap out of reach
   raises the spread of the buyer's offers, and its acceptance draw falls with it; a
   near-cap offer it proposes back). A seller whose ask did not move over those answers
@@ -44,6 +47,16 @@ def steady_clock(steps: list[float]) -> bool:
         return False
     growth = [b / a for a, b in itertools.pairwise(steps)]
     return max(growth) < CLOCK_SPREAD * min(growth)
+
+
+def on_clock(counters: tuple[float, ...]) -> bool:
+    """The seller's last CLOCK_ANSWERS concessions form a steady clock (steady_clock): its
+    last one was its clock's, not an answer to the buyer's jump at its patience (a seller
+    that mirrors a jump concedes far more than its pace said)."""
+    if len(counters) < CLOCK_ANSWERS + 1:
+        return False
+    tail = counters[-CLOCK_ANSWERS - 1 :]
+    return steady_clock([round(a - b, 2) for a, b in itertools.pairwise(tail)])
 
 
 def patience_offer(counters: tuple[float, ...], last_offer: float, cap: float) -> float | None:

@@ -582,8 +582,8 @@ def test_the_offers_before_patience_lower_what_the_expert_pays(monkeypatch):
 @pytest.mark.parametrize(
     ("counters", "offer"),
     [
-        # concessions 0.25, 0.44, 0.80, 1.43, 2.05 (a Boulware clock): half the last off
-        ((28.6, 28.6, 28.54, 28.29, 27.85, 27.05, 25.62, 23.57), 23.57 - 0.5 * 2.05),
+        # concessions 0.25, 0.44, 0.80, 1.43, 2.05 (a Boulware clock): the last off again
+        ((28.6, 28.6, 28.54, 28.29, 27.85, 27.05, 25.62, 23.57), 23.57 - 2.05),
         ((28.6, 28.54, 28.29, 27.85, 27.05, 25.62, 25.62), None),  # a stall
         ((83.87, 78.88, 75.31, 72.7, 70.56, 68.66, 67.23), None),  # slowing (a conceder)
         ((105.74, 100.99, 96.23, 91.48, 86.72, 81.97), None),  # steady: none grows
