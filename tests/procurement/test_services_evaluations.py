@@ -27,6 +27,7 @@ from procurement.models import (
 from procurement.services import evaluations as svc
 from procurement.services import live
 from procurement.services.recovery import reconcile
+from tests.lane_kill import killed_after_stores
 
 
 @pytest.fixture
@@ -290,10 +291,6 @@ def test_a_dead_lane_is_resumed_while_the_other_lane_still_plays(
     assert _reconcile_recording(monkeypatch, django_capture_on_commit_callbacks)[1] == []
 
 
-class _Killed(BaseException):
-    """A worker process killed mid-run: nothing after it runs (not even except Exception)."""
-
-
 @pytest.mark.django_db
 def test_a_resumed_run_reports_its_wall_time_from_its_first_start(
     db, monkeypatch, django_capture_on_commit_callbacks
@@ -305,18 +302,8 @@ def test_a_resumed_run_reports_its_wall_time_from_its_first_start(
     evaluation = svc.start_evaluation(
         policies="expert,random", scenarios="bilateral", seeds=50, enqueue=False
     )
-    real, flushes = svc._Lane.flush, []
-
-    def killed_after_two_stores(self) -> None:
-        real(self)
-        flushes.append(1)
-        if len(flushes) == 2:
-            raise _Killed
-
-    monkeypatch.setattr(svc._Lane, "flush", killed_after_two_stores)
-    with pytest.raises(_Killed):
+    with killed_after_stores(monkeypatch, 2):
         svc.evaluation_execute(evaluation_id=evaluation.pk)
-    monkeypatch.setattr(svc._Lane, "flush", real)
     played_first = EvaluationPart.objects.values_list("seconds", flat=True).get()
     first_start = timezone.now() - timedelta(seconds=300)  # it died 5 minutes ago
     old = timezone.now() - timedelta(hours=1)

@@ -17,6 +17,7 @@ from procurement.models import Evaluation, EvaluationPart, EvaluationPiece, Poli
 from procurement.selectors.evaluations import evaluation_payload
 from procurement.services import evaluations as svc
 from procurement.services import live
+from tests.lane_kill import killed_after_stores
 from tests.workers.fault_stack import Stack, wait_until
 from tests.workers.helpers import seeded
 from tests.workers.model_lane import gate, hold_model_lane, local_runner, until
@@ -113,10 +114,6 @@ def test_the_model_lane_tells_each_episode_and_a_cancel_stops_it_within_one(
     assert not EvaluationPiece.objects.exists()  # a cancelled run keeps no pieces
 
 
-class _Killed(BaseException):
-    """A worker process killed mid-run: nothing after it runs (not even except Exception)."""
-
-
 @pytest.mark.parametrize("policies", ["expert,always_accept", "llm-tiny-eval"])
 def test_a_lane_played_again_plays_only_what_it_had_not_stored(
     llm_tiny, monkeypatch, policies
@@ -126,19 +123,8 @@ def test_a_lane_played_again_plays_only_what_it_had_not_stored(
         policies=policies, scenarios="bilateral", seeds=60 if "," in policies else 12,
         enqueue=False,
     )  # fmt: skip
-    real = svc._Lane.flush
-    flushes = []
-
-    def killed_after_two_stores(self) -> None:
-        real(self)
-        flushes.append(self.part.done_episodes)
-        if len(flushes) == 3:
-            raise _Killed
-
-    monkeypatch.setattr(svc._Lane, "flush", killed_after_two_stores)
-    with pytest.raises(_Killed):
+    with killed_after_stores(monkeypatch, 3):
         svc.evaluation_execute(evaluation_id=evaluation.pk)
-    monkeypatch.setattr(svc._Lane, "flush", real)
     stored = sum(EvaluationPiece.objects.values_list("episodes", flat=True))
     assert 0 < stored < evaluation.episodes
     # the lane's heartbeat is fresh: a duplicate delivery now leaves it to its player
