@@ -30,7 +30,7 @@ the buyer, transformers backend, CPU, everything in ONE run on the same machine.
 Usage: .venv/bin/python bench/llm.py [--max-steps 6] [--concurrent 32] [--single 4]
        [--quality-seeds 50] [--quality-presets bilateral,bilateral_cooperative,...]
        [--live-episodes 4] [--live-steps 8] [--today REF] [--llamacpp-site DIR]
-       [--live-only]
+       [--live-paths today,transformers,today-llamacpp,llamacpp] [--live-only]
 """
 
 from __future__ import annotations
@@ -331,9 +331,17 @@ def main() -> None:
     parser.add_argument("--today", default=llm_live.TODAY, help="git ref of today's path")
     parser.add_argument("--llamacpp-site", default="", help="site-packages with llama_cpp")
     parser.add_argument("--live-only", action="store_true", help="only section 4")
+    parser.add_argument(
+        "--live-paths",
+        type=lambda text: text.split(","),
+        default=["today", "transformers", "llamacpp"],
+        help="section 4's paths (bench/llm_live.py --paths)",
+    )
     args = parser.parse_args()
     if args.live_only:
-        llm_live.compare(args.live_episodes, args.live_steps, args.today, args.llamacpp_site)
+        llm_live.compare(
+            args.live_episodes, args.live_steps, args.today, args.llamacpp_site, args.live_paths
+        )
         return
 
     import torch
@@ -352,7 +360,9 @@ def main() -> None:
             {"cached": cached, "uncached": uncached}, args.single, args.concurrent, args.max_steps
         )
     if args.live_episodes:
-        llm_live.compare(args.live_episodes, args.live_steps, args.today, args.llamacpp_site)
+        llm_live.compare(
+            args.live_episodes, args.live_steps, args.today, args.llamacpp_site, args.live_paths
+        )
     if args.quality_seeds:
         quality(cached, args.quality_presets.split(","), args.quality_seeds)
 

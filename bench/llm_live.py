@@ -14,9 +14,14 @@ tokens/s (one-token passes), each as a fraction of the worker's own matmul FLOP/
 copy-bandwidth probes, and the time outside the model (grammar masks, tokenizing, cache
 copies, Python).
 
+For llama.cpp every evaluation is timed instead (tokens fed, seconds); its decode bound
+is the model's tensor bytes as stored (``llama_model_size``: every weight is read once
+per token) over the copy probe.
+
 Usage (what the latency target is read from; quiet machine):
   PYTHONPATH=$PWD .venv/bin/python bench/llm_live.py --episodes 4 --max-steps 8 \
-      [--today 73ba0f6] [--llamacpp-site VENV/lib/python3.11/site-packages]
+      [--today 73ba0f6] [--llamacpp-site VENV/lib/python3.11/site-packages] \
+      [--paths today,transformers,today-llamacpp,llamacpp]
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +87,20 @@ def worker(backend_name: str) -> None:
     passes: list[tuple[int, float]] = []
     model = getattr(backend, "model", None)
     params = weight_bytes = 0
-    if model is not None:  # every forward pass: tokens fed, seconds
+    if backend_name == "llamacpp":  # every evaluation: tokens fed, seconds
+        import llama_cpp
+
+        llm, evaluate = backend.llm, backend.llm.eval
+
+        def timed_eval(tokens):
+            began = time.perf_counter()
+            evaluate(tokens)
+            passes.append((len(tokens), time.perf_counter() - began))
+
+        llm.eval = timed_eval
+        params = llama_cpp.llama_model_n_params(llm.model)
+        weight_bytes = llama_cpp.llama_model_size(llm.model)  # every tensor, as stored
+    elif model is not None:  # every forward pass: tokens fed, seconds
         clock: list[float] = []
         model.register_forward_pre_hook(lambda *_: clock.append(time.perf_counter()))
         model.register_forward_hook(
@@ -237,10 +256,12 @@ def report(lanes: list[Lane]) -> None:
             continue
         # A pass over more tokens than a draft holds is a prefill (a turn's new tokens, or
         # a system prompt computed once to be shared); 1 token: decode; else a draft.
+        # llama.cpp drafts nothing: every pass over more than one token is a prefill.
         passes = [pas for d in ds for pas in d["passes"]]
-        prefill = [(n, s) for n, s in passes if n > DRAFT_MAX]
+        longest_draft = 1 if p.backend == "llamacpp" else DRAFT_MAX
+        prefill = [(n, s) for n, s in passes if n > longest_draft]
         ones = [s for n, s in passes if n == 1]
-        drafts = [(n, s) for n, s in passes if 1 < n <= DRAFT_MAX]
+        drafts = [(n, s) for n, s in passes if 1 < n <= longest_draft]
         model_s = sum(s for d in ds for _, s in d["passes"])
         tokens = sum(n for n, _ in prefill)
         prefill_rate = tokens / sum(s for _, s in prefill)
@@ -274,23 +295,40 @@ def main() -> None:
         default="",
         help="site-packages holding llama_cpp (its own venv); adds a llamacpp path",
     )
+    parser.add_argument(
+        "--paths",
+        default="today,transformers,llamacpp",
+        help="which of today (--today's transformers), transformers, today-llamacpp "
+        "(--today's llamacpp) and llamacpp (with --llamacpp-site) to play",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
         return
-    compare(args.episodes, args.max_steps, args.today, args.llamacpp_site)
+    compare(args.episodes, args.max_steps, args.today, args.llamacpp_site, args.paths.split(","))
 
 
-def compare(episodes: int, max_steps: int, today: str, llamacpp_site: str) -> None:
-    """Plays the lanes interleaved and prints their figures (bench/llm.py calls this)."""
+def compare(
+    episodes: int,
+    max_steps: int,
+    today: str,
+    llamacpp_site: str,
+    paths: Sequence[str] = ("today", "transformers", "llamacpp"),
+) -> None:
+    """Plays the lanes interleaved and prints their figures (bench/llm.py calls this).
+    ``paths``: today (``today``'s transformers), transformers, today-llamacpp and
+    llamacpp; the today paths need ``today``, the llamacpp paths ``llamacpp_site``."""
     with tempfile.TemporaryDirectory() as tmp:
+        tree = unpack(today, Path(tmp)) if today else None
         lanes = []
-        if today:
-            tree = unpack(today, Path(tmp))
+        if tree is not None and "today" in paths:
             lanes.append(Lane(f"today ({today})", "transformers", tree))
-        lanes.append(Lane("transformers (this tree)", "transformers", ROOT))
-        if llamacpp_site:
+        if "transformers" in paths:
+            lanes.append(Lane("transformers (this tree)", "transformers", ROOT))
+        if llamacpp_site and tree is not None and "today-llamacpp" in paths:
+            lanes.append(Lane(f"llamacpp ({today})", "llamacpp", tree, llamacpp_site))
+        if llamacpp_site and "llamacpp" in paths:
             lanes.append(Lane("llamacpp (this tree)", "llamacpp", ROOT, llamacpp_site))
         try:
             for lane in lanes:  # one at a time: each probes the machine alone

@@ -10,12 +10,16 @@ Q4_1 file then answers differently from the transformers backend, which de-quant
 Requests run one at a time on one context. llama.cpp keeps the tokens it evaluated last
 and reuses their longest common prefix with the next prompt, so a request sharing the
 system prompt (or a conversation's earlier turns) with the one before evaluates only what
-is new; requests of a batch run in prompt order so that shared prefixes meet. A request
-with a ``cache_key`` also saves the context after its reply, and the next request with
-that key restores it when it shares more of the prompt than the live context does: each
-of several interleaved conversations keeps its own prefix. Saved contexts are bounded in
-megabytes, least recently used dropped first. (llama-cpp-python's LlamaRAMCache is not
-used: each of its entries also copies the whole logits buffer, n_batch x vocabulary.)
+is new; requests of a batch run in prompt order so that shared prefixes meet. The live
+context belongs to the ``cache_key`` of the request that filled it; when a request of
+another key (or none) is about to take it, that conversation's context is saved first,
+and a request whose saved context shares more of its prompt than the live context does
+restores it: each of several interleaved conversations keeps its own prefix, and a lone
+conversation (a live episode) is never copied. Saved contexts are bounded in megabytes,
+least recently used dropped first, and ``forget`` drops one. (llama-cpp-python's
+LlamaRAMCache is not used: each of its entries also copies the whole logits buffer,
+n_batch x vocabulary.) A result's ``cached_tokens`` are the prompt tokens the context
+already held, which llama.cpp did not evaluate again.
 
 The chat template is the GGUF's own ``tokenizer.chat_template``, rendered with jinja2 as
 transformers renders it. A JSON schema becomes a llama.cpp grammar (GBNF, at most one
@@ -39,6 +43,7 @@ from pydantic import Field
 
 from .backend import ChatRequest, ChatResult
 from .constrained import schema_key
+from .llamacpp_greedy import GreedyDecoder
 from .models import gguf_with_weights, resolve_gguf
 from .results import BackendOptions, LocalBatchBackend, messages_as_dicts
 
@@ -83,7 +88,14 @@ class LlamaCppBackend(LocalBatchBackend):
             bos_token=self._token_text(self.llm.token_bos()),
         )
         self.saved = SavedContexts(self.llm, opts.saved_context_mb << 20)
+        self.greedy = GreedyDecoder(self.llm)
+        self.live_key: str | None = None  # the conversation the live context holds
         self._grammars: dict[str, str] = {}
+
+    def forget(self, cache_key: str) -> None:
+        self.saved.forget(cache_key)
+        if self.live_key == cache_key:
+            self.live_key = None
 
     def _token_text(self, token: int) -> str:
         if token < 0:
@@ -132,10 +144,12 @@ class LlamaCppBackend(LocalBatchBackend):
 
         [i] = rows  # one request at a time (_batches)
         request, tokens = requests[i], prompts[i]
-        grammar = None
+        grammar = None  # GBNF text
         if request.json_schema is not None:
-            text = self._grammar(schema_key(request.json_schema))
-            grammar = LlamaGrammar.from_string(text, verbose=False)
+            grammar = self._grammar(schema_key(request.json_schema))
+        if self.live_key is not None and self.live_key != request.cache_key:
+            self.saved.save(self.live_key)  # another conversation takes the context
+        self.live_key = None  # until this request's tokens are in it
         if request.temperature > 0:
             # Sampling the whole distribution turns the last bits of a logit into another
             # token, and a reused prefix leaves different last bits than one pass over the
@@ -143,6 +157,23 @@ class LlamaCppBackend(LocalBatchBackend):
             self.llm.reset()
         else:
             self.saved.restore(request.cache_key, tokens)
+        if request.temperature == 0:
+            greedy = self.greedy.run(
+                tokens, grammar=grammar, max_tokens=request.max_tokens, stop=request.stop
+            )
+            self.live_key = request.cache_key
+            text = self.llm.detokenize(greedy.tokens).decode("utf-8", errors="ignore")
+            cut = min((p for s in request.stop if (p := text.find(s)) >= 0), default=-1)
+            return {
+                i: ChatResult(
+                    text=text if cut < 0 else text[:cut],
+                    finish_reason=greedy.finish,
+                    prompt_tokens=len(tokens),
+                    completion_tokens=len(greedy.tokens),
+                    latency_s=time.perf_counter() - started,
+                    cached_tokens=greedy.reused,
+                )
+            }
         out = self.llm.create_completion(
             tokens,
             max_tokens=request.max_tokens,
@@ -153,9 +184,9 @@ class LlamaCppBackend(LocalBatchBackend):
             repeat_penalty=1.0,
             seed=request.seed,
             stop=list(request.stop),
-            grammar=grammar,
+            grammar=None if grammar is None else LlamaGrammar.from_string(grammar, verbose=False),
         )
-        self.saved.save(request.cache_key)
+        self.live_key = request.cache_key
         choice, usage = out["choices"][0], out["usage"]
         return {
             i: ChatResult(
@@ -217,6 +248,9 @@ class SavedContexts:
         self.contexts[key] = SavedContext(tokens, ctypes.string_at(buffer, written))
         while self.contexts and self.size > self.capacity:
             self.contexts.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self.contexts.pop(key, None)
 
     def restore(self, key: str | None, prompt: Sequence[int]) -> None:
         """Load ``key``'s context if it shares a longer prefix with ``prompt`` than the

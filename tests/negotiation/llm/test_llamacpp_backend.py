@@ -108,6 +108,36 @@ def test_schema_requests_give_valid_actions(backend):
         parse_action(result.text)  # raises unless a valid action
 
 
+def test_greedy_replies_are_llama_cpp_pythons_own(backend):
+    """The backend's greedy loop (grammar checked on the pick first) gives what
+    llama-cpp-python's sampler chain gives with the grammar over the whole vocabulary."""
+    from llama_cpp import LlamaGrammar
+
+    from negotiation.llm.constrained import schema_key
+
+    counting = ChatRequest(
+        messages=(ChatMessage("user", "Count from one to ten in words, comma separated."),),
+        max_tokens=40,
+        stop=("seven",),
+    )
+    for request in (*(turn(n) for n in range(5)), counting):
+        ours = cold(backend, request)
+        backend.llm.reset()
+        grammar = None
+        if request.json_schema is not None:
+            text = backend._grammar(schema_key(request.json_schema))
+            grammar = LlamaGrammar.from_string(text, verbose=False)
+        theirs = backend.llm.create_completion(
+            backend._prompt(request),
+            max_tokens=request.max_tokens,
+            temperature=0.0,
+            repeat_penalty=1.0,
+            stop=list(request.stop),
+            grammar=grammar,
+        )
+        assert ours == theirs["choices"][0]["text"]
+
+
 def test_stop_strings_token_limits_and_seeds(backend):
     counting = ChatRequest(
         messages=(ChatMessage("user", "Count from one to ten in words, comma separated."),),
@@ -184,12 +214,32 @@ def test_saved_contexts_are_bounded(backend):
     unsaved.close()
 
     backend.saved.contexts.clear()
-    for key in "abc":
+    for key in "abcd":
         backend.generate([dataclasses.replace(turn(ord(key)), max_tokens=4, cache_key=key)])
+    # a conversation's context is saved when another one takes the live context
     assert list(backend.saved.contexts) == ["a", "b", "c"]
     backend.saved.capacity = backend.saved.size  # room for these three, not a fourth
-    backend.generate([dataclasses.replace(turn(ord("d")), max_tokens=4, cache_key="d")])
+    backend.generate([dataclasses.replace(turn(ord("e")), max_tokens=4, cache_key="e")])
     assert "a" not in backend.saved.contexts  # the least recently used went first
     assert list(backend.saved.contexts)[-1] == "d"
     assert backend.saved.size <= backend.saved.capacity
     backend.saved.capacity = 512 << 20
+
+
+def test_a_lone_conversation_is_never_copied_and_forget_drops_a_context(backend, evaluated):
+    backend.saved.contexts.clear()
+    backend.live_key = None  # the context holds no conversation (earlier tests')
+    first = dataclasses.replace(turn(3), max_tokens=24, cache_key="lone")
+    [reply] = backend.generate([first])
+    second = chat(first.messages[1].content, reply.text, "S01 now asks 110.", max_tokens=24)
+    evaluated.clear()
+    [result] = backend.generate([dataclasses.replace(second, cache_key="lone")])
+    assert result.ok, result.error
+    assert not backend.saved.contexts  # the live context was its own all along
+    assert result.cached_tokens == result.prompt_tokens - evaluated[0]  # reported as reused
+    assert evaluated[0] < result.prompt_tokens / 2  # the first turn was not evaluated again
+    backend.generate([dataclasses.replace(turn(4), max_tokens=4, cache_key="other")])
+    assert list(backend.saved.contexts) == ["lone"]
+    backend.forget("lone")
+    backend.forget("other")
+    assert not backend.saved.contexts and backend.live_key is None
