@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from negotiation.config import FIELD_PERSONAS, PERSONAS, ScenarioConfig, field_persona_error
 from negotiation.evaluation import REFUSED_POLICIES, Outcome
@@ -104,6 +104,21 @@ def sealed_evaluation_holding(*, scenario: str, seed: int) -> Evaluation | None:
     )
     # JSON containment is not portable across databases: the (few) rows are read here.
     return next((e for e in candidates if scenario in (e.scenarios or [])), None)
+
+
+def held_out_episodes() -> Q:
+    """The episodes that played a held-out world: drawn under the server's key
+    (``sealed``) on a scenario and seed of any sealed evaluation's range, whether played
+    before the range was sealed (exposed) or after. An unsealed episode on the same seed
+    number plays another world (its seed draws it without the key) and is not matched."""
+    held = Q(pk__in=[])
+    ranges = Evaluation.objects.filter(sealed=True).values_list("scenarios", "seed_start", "seeds")
+    for scenarios, seed_start, seeds in ranges:
+        held |= Q(
+            scenario_name__in=list(scenarios or []),
+            seed__range=(seed_start, seed_start + seeds - 1),
+        )
+    return Q(sealed=True) & held
 
 
 def worlds_played_in_seats(
