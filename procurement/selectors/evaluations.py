@@ -202,15 +202,37 @@ def evaluation_payload(evaluation: Evaluation) -> dict[str, Any]:
     }
 
 
-LANE_NAMES = {"rule": "rule episodes", "llm": "model episodes"}
+LANE_NAMES = {"rule": "rule lane", "llm": "model lane"}
 
 
 def evaluation_lanes(evaluation: Evaluation) -> list[dict[str, Any]]:
-    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress."""
+    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress, its
+    own play time and ``summary``, the line the page shows for it (server and stream
+    alike, so both say the same)."""
     parts = evaluation.parts.order_by("-lane").values(
         "lane", "queue", "status", "done_episodes", "episodes", "seconds"
     )
-    return [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
+    lanes = [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
+    return [{**lane, "summary": _lane_summary(lane)} for lane in lanes]
+
+
+def _lane_summary(lane: dict[str, Any]) -> str:
+    """ "rule lane (cpu): 600/600 episodes, 41.2 s of play, finished"."""
+    return (
+        f"{lane['name']} ({lane['queue']}): {lane['done_episodes']:,}/{lane['episodes']:,} "
+        f"episodes, {play_time(lane['seconds'])} of play, {lane['status']}"
+    )
+
+
+def play_time(seconds: float) -> str:
+    """Seconds as a person reads them: "41.2 s" under a minute, "12 min 5 s" under an
+    hour, "2 h 3 min" beyond."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 def evaluation_snapshot(*, evaluation_id: int) -> tuple[str, dict[str, Any]]:
