@@ -121,6 +121,27 @@ def held_out_episodes() -> Q:
     return Q(sealed=True) & held
 
 
+def unexposed_comparison(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each leaderboard row beside its reading without the exposed worlds: {scenario,
+    tier, policy, all (the row), unseen (the row on the seeds no person saw; None if the
+    board has none left)}, in the leaderboard's order. Empty when nothing is exposed."""
+    if not evaluation.leaderboard_unexposed:
+        return []
+    unseen = {
+        (r["scenario"], r.get("tier"), r["policy"]): r for r in evaluation.leaderboard_unexposed
+    }
+    return [
+        {
+            "scenario": r["scenario"],
+            "tier": r.get("tier"),
+            "policy": r["policy"],
+            "all": r,
+            "unseen": unseen.get((r["scenario"], r.get("tier"), r["policy"])),
+        }
+        for r in evaluation.leaderboard or []
+    ]
+
+
 def worlds_played_in_seats(
     *, scenarios: list[str] | tuple[str, ...], seed_start: int, seeds: int
 ) -> list[dict[str, Any]]:
