@@ -25,7 +25,7 @@ import multiprocessing
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
@@ -852,6 +852,15 @@ def leaderboard(
     """One row per (scenario, tier, buyer), best mean first within each board, with the
     paired difference against the best, ties, pass^k, worst case and cost (league.py)."""
     return league_leaderboard(outcomes, resamples=resamples, summarise=summarise)
+
+
+def without_worlds(
+    outcomes: Iterable[Outcome], worlds: Collection[tuple[str, int]]
+) -> list[Outcome]:
+    """The outcomes off the (scenario, seed) ``worlds``: a world is dropped for every
+    buyer, line-up and replay at once, so the seeds left stay paired."""
+    dropped = set(worlds)
+    return [o for o in outcomes if (o.scenario, o.seed) not in dropped]
 
 
 # ----------------------------------------------------------------------------- ratings

@@ -55,6 +55,7 @@ class EvaluationDetailSerializer(EvaluationSerializer):
             "matrix",
             "supplier_table",
             "exposed",
+            "leaderboard_unexposed",
         ]
         read_only_fields = fields
 

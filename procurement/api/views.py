@@ -468,8 +468,10 @@ class DatasetViewSet(viewsets.ViewSet):
     def export(self, request):
         """Chat-format training records, one JSON line per decision of every finished
         episode that passes the filters (episodes with LLM suppliers are left out: their
-        steps cannot be replayed): ``messages`` for SFT, ``prompt`` + ``completion`` for
-        GRPO, the step's reward, the episode's score and ids. The same records as
+        steps cannot be replayed; so are episodes on a sealed evaluation's held-out
+        worlds, counted in the ``X-Held-Out-Excluded`` header): ``messages`` for SFT,
+        ``prompt`` + ``completion`` for GRPO, the step's reward, the episode's score and
+        ids. The same records as
         ``manage.py export_dataset``, a page at a time: when more are left, the
         ``Link`` header has the next page's URL (``rel="next"``)."""
         params = request.query_params
@@ -487,6 +489,7 @@ class DatasetViewSet(viewsets.ViewSet):
             content_type=dataset_services.CONTENT_TYPES[export.format],
         )
         response["Content-Disposition"] = f'attachment; filename="dataset.{export.format}"'
+        response["X-Held-Out-Excluded"] = str(export.skipped_held_out)
         if export.next_after is not None:
             episode_id, step = export.next_after
             query = params.copy()

@@ -89,6 +89,13 @@ class Evaluation(models.Model):
         help_text="Sealed only: worlds of its range a person had played in a seat before it "
         "was sealed, [{scenario, seed, episodes}] (services.held_out).",
     )
+    leaderboard_unexposed = models.JSONField(
+        decoder=StoredJSONDecoder,
+        default=list,
+        blank=True,
+        help_text="With exposed worlds only: the leaderboard on the seeds no person had "
+        "seen (each exposed world dropped for every player, so the seeds stay paired).",
+    )
     leaderboard = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     ratings = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     matrix = models.JSONField(

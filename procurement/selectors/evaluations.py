@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from negotiation.config import FIELD_PERSONAS, PERSONAS, ScenarioConfig, field_persona_error
 from negotiation.evaluation import REFUSED_POLICIES, Outcome
@@ -106,6 +106,42 @@ def sealed_evaluation_holding(*, scenario: str, seed: int) -> Evaluation | None:
     return next((e for e in candidates if scenario in (e.scenarios or [])), None)
 
 
+def held_out_episodes() -> Q:
+    """The episodes that played a held-out world: drawn under the server's key
+    (``sealed``) on a scenario and seed of any sealed evaluation's range, whether played
+    before the range was sealed (exposed) or after. An unsealed episode on the same seed
+    number plays another world (its seed draws it without the key) and is not matched."""
+    held = Q(pk__in=[])
+    ranges = Evaluation.objects.filter(sealed=True).values_list("scenarios", "seed_start", "seeds")
+    for scenarios, seed_start, seeds in ranges:
+        held |= Q(
+            scenario_name__in=list(scenarios or []),
+            seed__range=(seed_start, seed_start + seeds - 1),
+        )
+    return Q(sealed=True) & held
+
+
+def unexposed_comparison(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each leaderboard row beside its reading without the exposed worlds: {scenario,
+    tier, policy, all (the row), unseen (the row on the seeds no person saw; None if the
+    board has none left)}, in the leaderboard's order. Empty when nothing is exposed."""
+    if not evaluation.leaderboard_unexposed:
+        return []
+    unseen = {
+        (r["scenario"], r.get("tier"), r["policy"]): r for r in evaluation.leaderboard_unexposed
+    }
+    return [
+        {
+            "scenario": r["scenario"],
+            "tier": r.get("tier"),
+            "policy": r["policy"],
+            "all": r,
+            "unseen": unseen.get((r["scenario"], r.get("tier"), r["policy"])),
+        }
+        for r in evaluation.leaderboard or []
+    ]
+
+
 def worlds_played_in_seats(
     *, scenarios: list[str] | tuple[str, ...], seed_start: int, seeds: int
 ) -> list[dict[str, Any]]:
@@ -187,15 +223,37 @@ def evaluation_payload(evaluation: Evaluation) -> dict[str, Any]:
     }
 
 
-LANE_NAMES = {"rule": "rule episodes", "llm": "model episodes"}
+LANE_NAMES = {"rule": "rule lane", "llm": "model lane"}
 
 
 def evaluation_lanes(evaluation: Evaluation) -> list[dict[str, Any]]:
-    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress."""
+    """Each lane of the run (rule episodes on cpu, model ones on gpu): its progress, its
+    own play time and ``summary``, the line the page shows for it (server and stream
+    alike, so both say the same)."""
     parts = evaluation.parts.order_by("-lane").values(
         "lane", "queue", "status", "done_episodes", "episodes", "seconds"
     )
-    return [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
+    lanes = [{**p, "name": LANE_NAMES.get(p["lane"], p["lane"])} for p in parts]
+    return [{**lane, "summary": _lane_summary(lane)} for lane in lanes]
+
+
+def _lane_summary(lane: dict[str, Any]) -> str:
+    """ "rule lane (cpu): 600/600 episodes, 41.2 s of play, finished"."""
+    return (
+        f"{lane['name']} ({lane['queue']}): {lane['done_episodes']:,}/{lane['episodes']:,} "
+        f"episodes, {play_time(lane['seconds'])} of play, {lane['status']}"
+    )
+
+
+def play_time(seconds: float) -> str:
+    """Seconds as a person reads them: "41.2 s" under a minute, "12 min 5 s" under an
+    hour, "2 h 3 min" beyond."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
 
 
 def evaluation_snapshot(*, evaluation_id: int) -> tuple[str, dict[str, Any]]:

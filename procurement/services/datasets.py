@@ -17,9 +17,12 @@ which a model reading only the prompt cannot compute, so a completion that gave 
 teach a model to claim reasoning it did not do. An LLM buyer's own rationale is part of
 its action, so its completion keeps it.
 
-Left out, and counted: episodes whose suppliers are language models (their observations
-cannot be derived again without the model), and steps whose action no reply could
-express (a malformed action: a completion is always a well-formed reply).
+Left out, and counted: episodes that played a held-out world (a sealed evaluation's
+scenario and seed range, drawn under the server's key: a person's seat episodes there,
+exposed or not), so no model trains on the worlds it is evaluated on; episodes whose
+suppliers are language models (their observations cannot be derived again without the
+model); and steps whose action no reply could express (a malformed action: a
+completion is always a well-formed reply).
 
 An export can be paged: ``limit`` records at most (the API's ceiling is
 ``DATASET_EXPORT_MAX_RECORDS``; the command exports everything), and ``after`` a position
@@ -54,6 +57,7 @@ from procurement.selectors.episodes import (
     replayed_observations,
     unknown_names,
 )
+from procurement.selectors.evaluations import held_out_episodes
 
 FORMATS = ("jsonl",)
 CONTENT_TYPES = {"jsonl": "application/x-ndjson"}
@@ -92,6 +96,7 @@ class DatasetExport:
     episodes: int = 0  # episodes whose steps were written
     records: int = 0
     skipped_llm_suppliers: int = 0
+    skipped_held_out: int = 0  # episodes on a sealed evaluation's worlds, never exported
     skipped_steps: int = 0  # malformed actions, which no reply could express
 
     def lines(self, *, on_episode: Callable[[], None] | None = None) -> Iterator[str]:
@@ -154,6 +159,11 @@ class DatasetExport:
 
     def summary(self, destination: str) -> str:
         text = f"Exported {self.records} records from {self.episodes} episodes to {destination}."
+        if self.skipped_held_out:
+            text += (
+                f" Left out {self.skipped_held_out} episodes on held-out worlds (sealed "
+                "evaluations' scenarios and seeds)."
+            )
         if self.skipped_llm_suppliers:
             text += (
                 f" Skipped {self.skipped_llm_suppliers} episodes whose suppliers are language "
@@ -203,10 +213,13 @@ def dataset_export(
     if errors:
         raise DatasetFilterError(errors)
     episodes = finished_episode_list(scenarios=scenarios, policies=policies, min_score=score)
+    held_out = held_out_episodes()
+    skipped_held_out = episodes.filter(held_out).count()
+    episodes = episodes.exclude(held_out)
     if position is not None:
         episodes = episodes.filter(pk__gte=position[0])
     spans, next_after = _page(episodes.values_list("pk", "steps"), position, most)
-    return DatasetExport(format, spans, next_after)
+    return DatasetExport(format, spans, next_after, skipped_held_out=skipped_held_out)
 
 
 def _page(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import IO, Any
 
@@ -52,11 +52,13 @@ from negotiation.evaluation import (
     episode_key,
     fold_packed,
     lane_episodes,
+    leaderboard,
     llm_episodes,
     pack_outcomes,
     run_outcomes,
     tables,
     unpack_outcomes,
+    without_worlds,
 )
 from negotiation.lineups import AS_CONFIGURED
 from procurement import dispatch
@@ -595,6 +597,7 @@ def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
             raise
         log.exception("evaluation %s could not be sealed", evaluation_id)
         return _close(evaluation, status=EvaluationStatus.FAILED, error=describe(exc))
+    unexposed = _leaderboard_unexposed(evaluation, result.outcomes)
     outcomes = result.outcomes if len(result.outcomes) <= MAX_STORED_OUTCOMES else ()
     with transaction.atomic():
         evaluation = _close(
@@ -604,6 +607,7 @@ def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
             current_cell="",
             seconds=round(result.seconds, 3),
             leaderboard=result.leaderboard,
+            leaderboard_unexposed=unexposed,
             ratings=result.ratings,
             matrix=result.matrix,
             supplier_table=result.suppliers,
@@ -614,6 +618,18 @@ def evaluation_seal_if_done(*, evaluation_id: int) -> Evaluation:
             EvaluationPiece.objects.filter(evaluation_id=evaluation_id).delete()
     live.publish_evaluation_progress(evaluation)
     return evaluation
+
+
+def _leaderboard_unexposed(
+    evaluation: Evaluation, outcomes: Sequence[Outcome]
+) -> list[dict[str, Any]]:
+    """The leaderboard recomputed without the evaluation's exposed worlds (empty when none
+    is exposed, or when no seed is left)."""
+    worlds = {(w["scenario"], w["seed"]) for w in evaluation.exposed or []}
+    if not worlds:
+        return []
+    kept = without_worlds(outcomes, worlds)
+    return leaderboard(kept) if kept else []
 
 
 def _close(evaluation: Evaluation, *, publish: bool = True, **fields: Any) -> Evaluation:

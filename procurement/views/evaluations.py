@@ -24,6 +24,7 @@ from procurement.selectors.evaluations import (
     evaluation_payload,
     evaluation_sections,
     leaderboard_csv_rows,
+    unexposed_comparison,
 )
 from procurement.services.evaluations import evaluation_cancel, start_evaluation
 from procurement.views.access import call_service, role_required
@@ -67,6 +68,7 @@ def _detail(request: HttpRequest, evaluation_id: int, refusal: str = "") -> Http
     context = {
         "evaluation": evaluation,
         "sections": evaluation_sections(evaluation),
+        "unexposed": unexposed_comparison(evaluation),
         "may_act": has_role(request.user, "ops"),
         "refusal": refusal,
         "page": {

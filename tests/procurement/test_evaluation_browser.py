@@ -67,6 +67,15 @@ def test_ops_start_an_evaluation_watch_it_and_read_the_result(page, site) -> Non
     assert done == sorted(done) and progress[-1]["episodes"] == 12
     assert progress[-1]["status"] == "finished" and done[-1] == 12  # 100 %
     assert page.locator("#status").text_content() == "finished"
+    # each lane's own line, live while it ran and on the finished page: done/total,
+    # its play time in seconds, its state
+    lane_line = re.compile(r"rule lane \(cpu\): (\d+)/12 episodes, \d+\.\d s of play, (\w+)")
+    streamed = [lane_line.fullmatch(p["lanes"][0]["summary"]) for p in progress]
+    assert all(streamed) and streamed[-1].groups() == ("12", "finished")
+    assert lane_line.fullmatch(page.locator("#lanes li").text_content()).groups() == (
+        "12",
+        "finished",
+    )
     assert page.locator("#cancel-form").count() == 0
 
     charts = page.locator(".leaderboard-chart")

@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from procurement.models import Evaluation
+from procurement.models import Evaluation, EvaluationPart
+from procurement.selectors.evaluations import evaluation_payload
 from procurement.services.evaluations import evaluation_create, start_evaluation
 
 
@@ -271,3 +272,28 @@ def test_downloads_and_the_episodes_of_a_cell(user_with_role, evaluation) -> Non
 
     Evaluation.objects.filter(pk=evaluation.pk).update(outcomes=[])  # stored before runs
     assert 'id="no-episodes"' in client.get(cell + query).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_page_shows_each_lanes_progress_and_own_play_time(seeded, user_with_role) -> None:
+    """Each lane's line, on the page and in the payload the stream sends: done/total,
+    its own play time with a unit, its state."""
+    evaluation = start_evaluation(policies="expert", scenarios="bilateral", seeds=3, enqueue=False)
+    evaluation.parts.filter(lane="rule").update(done_episodes=3, seconds=41.24, status="finished")
+    EvaluationPart.objects.create(
+        evaluation=evaluation,
+        lane="llm",
+        queue="gpu",
+        episodes=40,
+        done_episodes=12,
+        seconds=754.4,
+        status="running",
+    )
+    rule = "rule lane (cpu): 3/3 episodes, 41.2 s of play, finished"
+    model = "model lane (gpu): 12/40 episodes, 12 min 34 s of play, running"
+    page = _client(user_with_role, "analyst").get(f"/evaluations/{evaluation.pk}/")
+    html = page.content.decode()
+    assert f'<li data-lane="rule">{rule}</li>' in html
+    assert f'<li data-lane="llm">{model}</li>' in html
+    streamed = evaluation_payload(evaluation)  # what each progress message carries
+    assert [lane["summary"] for lane in streamed["lanes"]] == [rule, model]

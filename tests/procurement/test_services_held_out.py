@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 
 from procurement.models import Episode, Evaluation, PolicyConfig, Scenario
-from procurement.selectors.evaluations import evaluation_payload
+from procurement.selectors.evaluations import OUTCOME_FIELDS, evaluation_payload
 from procurement.services import evaluations as evaluations_svc
 from procurement.services import held_out, supplier_seat
 
@@ -141,3 +141,36 @@ def test_a_seat_and_a_sealed_evaluation_at_once_never_miss_each_other(
     else:
         assert isinstance(out["seat"], ValidationError), out["seat"]
         assert not Episode.objects.exists() and evaluation.exposed == []
+
+
+@pytest.mark.django_db
+def test_the_leaderboard_is_read_again_without_the_exposed_worlds(
+    seeded, user_with_role, client
+) -> None:
+    """A sealed evaluation with exposed worlds stores its leaderboard on the seeds no
+    person saw, each exposed seed dropped for every buyer (still paired), shown beside
+    the full one; without exposure there is no second reading."""
+    analyst = user_with_role("analyst")
+    _seat(analyst, SEED), _seat(analyst, 14)
+    evaluation = _sealed(policies="expert,always_accept")
+    plain = _sealed(policies="expert,always_accept", scenarios="bilateral_hardball")
+    for e in (evaluation, plain):
+        evaluations_svc.evaluation_play_lanes(evaluation_id=e.pk)
+        e.refresh_from_db()
+        assert e.status == "finished", e.error
+    assert plain.leaderboard_unexposed == []
+    fields = list(OUTCOME_FIELDS)
+    rows = [dict(zip(fields, row, strict=True)) for row in evaluation.outcomes]
+    unseen = evaluation.leaderboard_unexposed
+    assert {r["policy"] for r in unseen} == {"expert", "always_accept"}
+    for r in unseen:
+        scores = [o["score"] for o in rows if o["policy"] == r["policy"]]
+        kept = [
+            o["score"] for o in rows if o["policy"] == r["policy"] and o["seed"] not in (SEED, 14)
+        ]
+        assert r["seeds"] == 3 and r["episodes"] == len(kept) == len(scores) * 3 // 5
+        assert r["score"]["mean"] == pytest.approx(sum(kept) / len(kept))
+    client.force_login(user_with_role("ops"))
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert 'id="unexposed"' in page and "3 of 5" in page
+    assert 'id="unexposed"' not in client.get(f"/evaluations/{plain.pk}/").content.decode()

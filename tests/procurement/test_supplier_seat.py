@@ -125,6 +125,31 @@ def test_a_whole_episode_played_as_the_supplier(seat) -> None:
     assert len(mine) == episode.steps and export.skipped_llm_suppliers == 0
 
 
+def test_a_sealed_evaluation_takes_its_worlds_out_of_the_training_export(
+    seat, api_client_for
+) -> None:
+    """A seat's episode on a world a sealed evaluation later holds out (exposed) is no
+    longer training data; a public evaluation or another range leaves it in."""
+    analyst, episode = seat
+    _play_to_the_end(analyst, episode)
+    bilateral = {"policies": "expert", "scenarios": "bilateral", "enqueue": False}
+    start_evaluation(**bilateral, seeds=3, seed_start=SEED)  # public: nothing held out
+    start_evaluation(**bilateral, seeds=3, seed_start=SEED + 1, sealed=True)  # other seeds
+    export = dataset_export(scenarios=["bilateral"])
+    assert episode.pk in {json.loads(line)["episode_id"] for line in export.lines()}
+    assert export.skipped_held_out == 0
+    held = start_evaluation(**bilateral, seeds=3, seed_start=SEED - 1, sealed=True)
+    assert held.exposed[0]["episodes"] == [episode.pk]
+    export = dataset_export(scenarios=["bilateral"])
+    assert episode.pk not in {json.loads(line)["episode_id"] for line in export.lines()}
+    assert export.skipped_held_out == 1
+    assert "Left out 1 episodes on held-out worlds" in export.summary("x")
+    response = api_client_for("analyst").get("/api/datasets/export/", {"scenario": "bilateral"})
+    assert response.status_code == 200 and response["X-Held-Out-Excluded"] == "1"
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert episode.pk not in {json.loads(line)["episode_id"] for line in lines}
+
+
 def test_the_buyer_side_is_closed_to_the_seat_holder_while_it_runs(seat, api_client_for) -> None:
     analyst, episode = seat
     for path in ("", "decisions/", "state/?step=-1", "approvals/"):

@@ -18,10 +18,13 @@
       $("progress-bar").parentElement.setAttribute("aria-valuenow", Math.round(pct));
       $("progress-text").textContent = `${r.done_episodes.toLocaleString()} of ${r.episodes.toLocaleString()} episodes (${pct.toFixed(0)} %)`;
       $("current-cell").textContent = r.current_cell ? `Now: ${r.current_cell}` : "";
-      // two lanes play at once: rule episodes (cpu) and model episodes (gpu)
-      $("lanes").textContent = (r.lanes || []).length > 1
-        ? r.lanes.map((l) => `${l.name} (${l.queue}): ${l.done_episodes.toLocaleString()} of ${l.episodes.toLocaleString()}, ${l.status}`).join(" · ")
-        : "";
+      // each lane (rule episodes on cpu, model episodes on gpu): progress, play time, state
+      $("lanes").replaceChildren(...(r.lanes || []).map((l) => {
+        const item = document.createElement("li");
+        item.dataset.lane = l.lane;
+        item.textContent = l.summary;
+        return item;
+      }));
       $("error").textContent = r.error; $("error").hidden = !r.error;
     }
     $("status").textContent = r.status;
