@@ -6,6 +6,10 @@ message in the seller's own voice, with one example of a good reply. It is hande
 the supplier's backend and nowhere else: it never enters an Observation, a step's info,
 or a step record. Its private part (all but the example) goes to the guard with the
 proposal, which refuses a message that restates it (guard.py).
+
+The message prompt (message_prompt) asks for the words only, for a decision already
+made: the one the guard holds when it would refuse the model's own message. It carries
+the style and the public figures, never a private figure.
 """
 
 from __future__ import annotations
@@ -76,3 +80,34 @@ def supplier_prompt(ctx: SupplierContext) -> SupplierPrompt:
     ) + f"The buyer offers {fmt_price(ctx.offer)} per unit.{said}\nYour reply (JSON):"
     system = ChatMessage("system", f"{private}\n{example}")
     return SupplierPrompt((system, ChatMessage("user", user)), private)
+
+
+MESSAGE_FORMAT = 'Reply with ONE JSON object: {"message": what you say to the buyer}.'
+
+
+def decision_line(kind: str, price: float | None) -> str:
+    """The decision a supplier model words, as the message prompt states it."""
+    if kind == "accept":
+        return f"You accept the buyer's offer of {fmt_price(price or 0.0)} per unit."
+    if kind == "counter":
+        return f"You counter at {fmt_price(price or 0.0)} per unit; name no other price."
+    return "You end the negotiation now; name no price."
+
+
+def message_prompt(ctx: SupplierContext, kind: str, price: float | None) -> SupplierPrompt:
+    """The prompt of a message-only call: the decision already made (one the guard holds)
+    and the buyer's offer; no private figure, only the seller's style. Its system text is
+    the brief a message must not restate."""
+    item = ctx.requirement.name if ctx.requirement is not None else "the item"
+    private = (
+        f"You are a sales representative of a supplier, selling {item} to a corporate buyer. "
+        f"{style_sentence(ctx.persona)}\n"
+        "Write to the buyer in the first person, as the seller, in one or two short "
+        "sentences.\n" + MESSAGE_FORMAT
+    )
+    said = f' The buyer says: "{ctx.buyer_message[:500]}"' if ctx.buyer_message else ""
+    user = (
+        f"The buyer offers {fmt_price(ctx.offer)} per unit.{said}\n"
+        f"{decision_line(kind, price)}\nYour message (JSON):"
+    )
+    return SupplierPrompt((ChatMessage("system", private), ChatMessage("user", user)), private)
