@@ -43,7 +43,8 @@ def accepting_model(
             return json.dumps(
                 {"decision": "accept", "price": offer, "message": f"Deal at {offer:,.2f}."}
             )
-        price = _num(re.search(rf"You counter at {N} per unit", text).group(1))
+        asked = request.messages[-1].content  # the turn to answer, after a worked one
+        price = _num(re.search(rf"Your decision: ask {N} per unit", asked).group(1))
         return second(price) if raw else json.dumps({"message": second(price)})
 
     return reply
@@ -84,7 +85,10 @@ def test_the_buyer_reads_the_models_words_for_the_repaired_decision() -> None:
     assert env.world.counters.supplier_llm_decisions == 1
     second = backend.requests[1]
     assert second.json_schema["required"] == ["message"]
-    assert "floor price" not in prompt(second)  # the message prompt holds no private figure
+    text = prompt(second)  # the message prompt holds no private fact
+    assert "floor price" not in text and "patience" not in text
+    assert f"{hid.reservation:,.2f}" not in text and f"{hid.anchor:,.2f}" not in text
+    assert f"Your decision: ask {r['price']:,.2f} per unit" in second.messages[-1].content
 
 
 @pytest.mark.parametrize(
