@@ -14,7 +14,8 @@ always use the stored agreed/standing price, never a price named by the buyer):
      buyer's offer or the standing counter, one of these two without the decision price
      (a walk-away names none), an acceptance while countering or walking away, a refusal
      while accepting, or any message of a decision a price rule repaired (it was written
-     for another kind or price);
+     for another kind or price) unless the proposer wrote it for the very decision the
+     guard holds (ProposedDecision.written_for);
    figures count in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight
    one two"): a language-model supplier spells numbers out as readily as it writes them;
 3. counters are monotone toward the buyer within a thread (never above the last counter);
@@ -138,6 +139,11 @@ class ProposedDecision:
     # Whether rule 2 screens the message: a person's own words (suppliers/seat.py) pass
     # as typed; the price rules hold for everyone.
     screen: bool = True
+    # The (kind, price) the message was written for, when the proposer learned the held
+    # decision first (hold_prices) and worded its message for it: if the guard holds that
+    # very decision, a price repair alone does not refuse the message; it is screened as
+    # any other. None: written for the proposed decision.
+    written_for: tuple[str, float | None] | None = None
 
 
 @dataclass(slots=True)
@@ -288,6 +294,63 @@ def screen(
     return tuple(reasons)
 
 
+def hold_prices(
+    kind: str,
+    price: float | None,
+    offer: float,
+    reservation: float,
+    last_counter: float | None,
+) -> tuple[str, float | None, tuple[str, ...]]:
+    """Rules 1 and 3 and the sanity rules on a proposed (kind, price): the decision the
+    guard holds, and one reason per broken rule. ``HardRuleGuard.apply`` starts with it;
+    a proposer may call it first to word its message for the decision that will stand."""
+    repairs: list[str] = []
+    if kind not in ("accept", "counter", "walk_away"):
+        repairs.append(UNKNOWN_KIND)
+        kind = "counter"
+        price = last_counter
+    if kind == "accept":
+        if price is None or abs(price - offer) > 1e-9:
+            repairs.append(ACCEPT_OFF_OFFER)  # an accept is always at the buyer's offer
+        price = offer
+        if offer < reservation:  # rule 1
+            repairs.append(ACCEPT_BELOW_FLOOR)
+            kind = "counter"
+            price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
+    if kind == "counter":
+        if price is None or not math.isfinite(price):
+            repairs.append(NO_PRICE)
+            price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
+        floor = band_floor(reservation)
+        if price < floor:  # rule 1 + no-reveal band
+            repairs.append(COUNTER_BELOW_FLOOR)
+            price = floor
+        if last_counter is not None and price > last_counter + 1e-9:  # rule 3
+            repairs.append(COUNTER_RAISED)
+            price = last_counter
+        price = round(price, 2)
+        if price <= offer:
+            # Countering at or below the buyer's own offer makes no sense: accept it.
+            kind, price = "accept", offer
+            if offer < reservation:  # cannot happen (price >= floor > reservation)
+                kind, price = "counter", floor
+    if kind == "walk_away":
+        price = None
+    return kind, price, tuple(repairs)
+
+
+def public_figures(offer: float, last_counter: float | None) -> tuple[float, ...]:
+    """The figures other than the decision price that a message may name."""
+    return (offer,) if last_counter is None else (offer, last_counter)
+
+
+def same_decision(a: tuple[str, float | None], b: tuple[str, float | None]) -> bool:
+    """Whether two (kind, price) decisions are one, prices to the cent."""
+    if a[0] != b[0] or (a[1] is None) != (b[1] is None):
+        return False
+    return a[1] is None or b[1] is None or abs(a[1] - b[1]) <= _SAME
+
+
 class HardRuleGuard:
     """Stateless checker; the per-thread state (last counter) is passed in."""
 
@@ -298,49 +361,21 @@ class HardRuleGuard:
         reservation: float,
         last_counter: float | None,
     ) -> GuardedDecision:
-        repairs: list[str] = []
-        kind = proposal.kind
-        price = proposal.price
-        if kind not in ("accept", "counter", "walk_away"):
-            repairs.append(UNKNOWN_KIND)
-            kind = "counter"
-            price = last_counter
-        if kind == "accept":
-            if price is None or abs(price - offer) > 1e-9:
-                repairs.append(ACCEPT_OFF_OFFER)  # an accept is always at the buyer's offer
-            price = offer
-            if offer < reservation:  # rule 1
-                repairs.append(ACCEPT_BELOW_FLOOR)
-                kind = "counter"
-                price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
-        if kind == "counter":
-            if price is None or not math.isfinite(price):
-                repairs.append(NO_PRICE)
-                price = last_counter if last_counter is not None else band_floor(reservation) * 1.1
-            floor = band_floor(reservation)
-            if price < floor:  # rule 1 + no-reveal band
-                repairs.append(COUNTER_BELOW_FLOOR)
-                price = floor
-            if last_counter is not None and price > last_counter + 1e-9:  # rule 3
-                repairs.append(COUNTER_RAISED)
-                price = last_counter
-            price = round(price, 2)
-            if price <= offer:
-                # Countering at or below the buyer's own offer makes no sense: accept it.
-                kind, price = "accept", offer
-                if offer < reservation:  # cannot happen (price >= floor > reservation)
-                    kind, price = "counter", floor
-        if kind == "walk_away":
-            price = None
+        kind, price, held = hold_prices(
+            proposal.kind, proposal.price, offer, reservation, last_counter
+        )
+        repairs = list(held)
         shown = "" if price is None else fmt_price(price)
         message = proposal.message.replace("{price}", shown)
-        public = (offer,) if last_counter is None else (offer, last_counter)
+        public = public_figures(offer, last_counter)
         refused = (
             screen(message, kind, price, public, reservation, proposal.instructions)
             if proposal.screen
             else ()
         )
-        if repairs and CONTRADICTS not in refused:
+        written_for = proposal.written_for
+        rewritten = written_for is not None and same_decision(written_for, (kind, price))
+        if repairs and CONTRADICTS not in refused and not rewritten:
             # every price repair changed the kind or the price: the message was written
             # for a decision the guard overruled
             refused += (CONTRADICTS,)

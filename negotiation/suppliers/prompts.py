@@ -6,10 +6,15 @@ message in the seller's own voice, with one example of a good reply. It is hande
 the supplier's backend and nowhere else: it never enters an Observation, a step's info,
 or a step record. Its private part (all but the example) goes to the guard with the
 proposal, which refuses a message that restates it (guard.py).
+
+The message prompt (message_prompt) asks for the words only, for a decision already
+made: the one the guard holds when it would refuse the model's own message. It carries
+the style and the public figures, never a private figure.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..llm.backend import ChatMessage
@@ -76,3 +81,59 @@ def supplier_prompt(ctx: SupplierContext) -> SupplierPrompt:
     ) + f"The buyer offers {fmt_price(ctx.offer)} per unit.{said}\nYour reply (JSON):"
     system = ChatMessage("system", f"{private}\n{example}")
     return SupplierPrompt((system, ChatMessage("user", user)), private)
+
+
+MESSAGE_FORMAT = 'Reply with ONE JSON object: {"message": what you say to the buyer}.'
+# One worked turn per decision kind, of another sale: the buyer's words, the decision,
+# and a seller's reply. Its figures are the real ones scaled by EXAMPLE_SCALE, so a reply
+# that copies them names a price-like figure that is not the decision's (the guard
+# refuses it) rather than one of another magnitude.
+EXAMPLE_SCALE = 0.9
+_EXAMPLES = {
+    "accept": "Thank you, we have a deal at {price} per unit. We will confirm the order today.",
+    "counter": "Thanks for the offer. The best we can do is {price} per unit, with fast delivery.",
+    "walk_away": "I am sorry, we cannot work at that price. Thank you for your time.",
+}
+
+
+def decision_line(kind: str, price: float | None) -> str:
+    """The decision a supplier model words, as the message prompt states it."""
+    if kind == "accept":
+        return f"Your decision: accept {fmt_price(price or 0.0)} per unit."
+    if kind == "counter":
+        return f"Your decision: ask {fmt_price(price or 0.0)} per unit, no less."
+    return "Your decision: end the negotiation, with no price."
+
+
+def _buyer_turn(offer: float, said: str, kind: str, price: float | None) -> str:
+    words = said[:500] if said else f"We offer {fmt_price(offer)} per unit."
+    return f'Buyer: "{words}"\n{decision_line(kind, price)}'
+
+
+def message_prompt(ctx: SupplierContext, kind: str, price: float | None) -> SupplierPrompt:
+    """The prompt of a message-only call: the decision already made (one the guard holds)
+    and the buyer's words, after one worked turn of another sale; no private figure, only
+    the seller's style. Its system text is the brief a message must not restate (the
+    decision line holds only public figures, and a message naming its price may share
+    its words)."""
+    item = ctx.requirement.name if ctx.requirement is not None else "the item"
+    system = (
+        f"You are a sales representative of a supplier, selling {item} to a corporate buyer. "
+        f"{style_sentence(ctx.persona)}\n"
+        "Answer the buyer in the first person, as the seller, in one or two short "
+        "sentences, naming no price but the one of your decision.\n" + MESSAGE_FORMAT
+    )
+    ex_offer = round(ctx.offer * EXAMPLE_SCALE, 2)
+    ex_price = None if price is None else round(price * EXAMPLE_SCALE, 2)
+    if kind == "accept":
+        ex_price = ex_offer
+    example = _EXAMPLES.get(kind, _EXAMPLES["walk_away"])
+    example = example.replace("{price}", fmt_price(ex_price or 0.0))
+    turn = _buyer_turn(ctx.offer, ctx.buyer_message, kind, price)
+    messages = (
+        ChatMessage("system", system),
+        ChatMessage("user", _buyer_turn(ex_offer, "", kind, ex_price)),
+        ChatMessage("assistant", json.dumps({"message": example})),
+        ChatMessage("user", turn),
+    )
+    return SupplierPrompt(messages, system)

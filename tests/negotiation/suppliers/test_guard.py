@@ -10,6 +10,7 @@ from negotiation.actions import respond
 from negotiation.suppliers.guard import (
     _LETTERS,
     _NUMBER_WORDS,
+    ACCEPT_BELOW_FLOOR,
     ACCEPT_OFF_OFFER,
     BAND,
     CONTRADICTS,
@@ -33,6 +34,29 @@ def test_accept_below_reservation_becomes_counter():
         ProposedDecision("accept", 80.0, "ok"), offer=80.0, reservation=100.0, last_counter=130.0
     )
     assert d.kind == "counter" and d.price == 130.0 and d.interventions >= 1
+
+
+@pytest.mark.parametrize(
+    ("written_for", "kept"),
+    [
+        (("counter", 130.0), True),  # worded for the held decision: screened, and it passes
+        (("counter", 125.0), False),  # for another price: the repair refuses it
+        (("accept", 80.0), False),  # for the proposed decision
+        (None, False),
+    ],
+)
+def test_a_message_written_for_the_held_decision_survives_the_repair(written_for, kept):
+    message = "We can do 130.00 per unit, a fair price."
+    d = G.apply(
+        ProposedDecision("accept", 80.0, message, written_for=written_for),
+        offer=80.0,
+        reservation=100.0,
+        last_counter=130.0,
+    )
+    assert (d.kind, d.price) == ("counter", 130.0)
+    assert d.repairs[0] == ACCEPT_BELOW_FLOOR  # the price repair is counted either way
+    assert (d.message == message) is kept
+    assert (CONTRADICTS in d.repairs) is not kept
 
 
 def test_counter_below_band_is_raised():
