@@ -202,5 +202,5 @@ def test_the_command_plays_its_lanes_at_once_with_a_bar_each(tiny_model, monkeyp
     evaluation = Evaluation.objects.get()
     assert (evaluation.status, len(evaluation.outcomes)) == ("finished", 12)
     assert {p.lane: p.done_episodes for p in evaluation.parts.all()} == {"rule": 8, "llm": 4}
-    assert "rule episodes (rule lane): 8 played in" in text
-    assert "model episodes (llm lane): 4 played in" in text
+    assert "rule lane (cpu): 8/8 episodes, " in text and "s of play, finished" in text
+    assert "model lane (gpu): 4/4 episodes, " in text

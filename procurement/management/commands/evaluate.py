@@ -95,10 +95,7 @@ class Command(BaseCommand):
             f"{evaluation.seconds:.1f} s ({workers} worker{'s' if workers != 1 else ''})."
         )
         for lane in evaluation_lanes(evaluation):
-            self.stdout.write(
-                f"  {lane['name']} ({lane['lane']} lane): {lane['episodes']:,} played in "
-                f"{lane['seconds']:.1f} s"
-            )
+            self.stdout.write(f"  {lane['summary']}")  # the page's line for the lane
         self.stdout.write(format_leaderboard(evaluation.leaderboard))
         self.stdout.write("")
         self.stdout.write(format_matrix(evaluation.matrix))
