@@ -28,6 +28,7 @@ from procurement.services import evaluations as svc
 from procurement.services import live
 from procurement.services.recovery import reconcile
 from tests.lane_kill import killed_after_stores
+from tests.recording_runner import RecordingRunner
 
 
 @pytest.fixture
@@ -213,7 +214,7 @@ def test_the_reconciler_restarts_a_stalled_evaluation_on_its_queue(
     old = timezone.now() - timedelta(hours=1)
     Evaluation.objects.update(status=EvaluationStatus.RUNNING, heartbeat_at=old, created_at=old)
     sent = []
-    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))  # put back after
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: RecordingRunner(sent))
     with (
         override_settings(TASK_RUNNER="thread"),
         django_capture_on_commit_callbacks(execute=True),
@@ -244,7 +245,7 @@ def test_a_run_whose_lanes_all_ended_unsealed_is_sealed_on_resume(
     Evaluation.objects.filter(pk=evaluation.pk).update(heartbeat_at=old)
     assert evaluation.parts.get().status == "finished"
     sent = []
-    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: RecordingRunner(sent))
     with (
         override_settings(TASK_RUNNER="thread"),
         django_capture_on_commit_callbacks(execute=True),
@@ -257,7 +258,7 @@ def test_a_run_whose_lanes_all_ended_unsealed_is_sealed_on_resume(
 
 def _reconcile_recording(monkeypatch, capture) -> tuple[object, list]:
     sent: list = []
-    monkeypatch.setattr(dispatch, "_local_runner", lambda: _Recorder(sent))
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: RecordingRunner(sent))
     with override_settings(TASK_RUNNER="thread"), capture(execute=True):
         done = reconcile(stall_s=60)
     return done, sent
@@ -346,19 +347,6 @@ def test_pieces_are_stored_compactly_and_an_ended_lane_keeps_one(db, monkeypatch
     assert len(bytes(piece.data)) / piece.episodes < 60
     spec = svc._pinned_spec(evaluation)
     assert combine(spec, svc._stored(evaluation.pk)) == list(evaluate(spec).outcomes)
-
-
-class _Recorder:
-    """A local runner that keeps what it is given (the reconciler's sends)."""
-
-    def __init__(self, sent: list) -> None:
-        self.sent = sent
-
-    def submit(self, name, args=(), kwargs=None, *, queue=None, countdown=0.0) -> None:
-        self.sent.append((name, args, queue))
-
-    def run_refs(self):
-        return set()
 
 
 @pytest.mark.django_db

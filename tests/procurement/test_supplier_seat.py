@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from procurement import dispatch
 from procurement.models import Episode
 from procurement.services import supplier_seat
 from procurement.services.datasets import dataset_export
@@ -19,6 +20,7 @@ from procurement.services.episode_runner import episode_run
 from procurement.services.episodes import episode_replay
 from procurement.services.evaluations import evaluation_create, start_evaluation
 from procurement.worlds import episode_env
+from tests.recording_runner import RecordingRunner
 
 pytestmark = pytest.mark.django_db
 SEED = 4
@@ -316,7 +318,7 @@ def test_a_finished_seat_joins_the_suppliers_ratings(seat) -> None:
 
 @pytest.mark.django_db(transaction=True)  # an LLM episode hands its connection back
 def test_an_llm_buyer_plays_on_the_model_lane_and_waits_for_the_seat(
-    api_client_for, seeded, tiny_model
+    api_client_for, seeded, tiny_model, monkeypatch, settings
 ) -> None:
     from procurement.services.policies import policy_create
 
@@ -326,10 +328,15 @@ def test_an_llm_buyer_plays_on_the_model_lane_and_waits_for_the_seat(
         name="tiny", policy="llm", backend="transformers", model=str(tiny_model), params=params
     )
     analyst = api_client_for("analyst")
+    # The runs are handed to a recorder and played here, never also by a lane thread.
+    runner = RecordingRunner()
+    monkeypatch.setattr(dispatch, "_local_runner", lambda: runner)
+    settings.TASK_RUNNER = "thread"
     response = _start(analyst, policy="tiny")
     assert response.status_code == 201, response.json()
     episode = Episode.objects.get(pk=response.json()["id"])
     assert episode.queue == "gpu"
+    assert [(args, queue) for _, args, queue in runner.sent] == [((episode.pk,), "gpu")]
     episode_run(episode_id=episode.pk, live_updates=False)
     turn = _view(analyst, episode)["turn"]
     assert turn is not None and turn["step"] == 0
