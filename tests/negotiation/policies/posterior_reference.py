@@ -96,3 +96,30 @@ def lines(fits, d, base_offer, base_ask, prev, cap: float, steps: int = 60) -> n
         hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
     took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
     return np.where(took, hi, np.nan)
+
+
+def lines_numpy(fits, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
+    """posterior._lines in numpy (as it was before it was compiled): Newton's method on the
+    bases' shape, then the clamps by the last ask; the figures the compiled form must give
+    bit for bit."""
+    from negotiation.policies.expert.posterior import NEWTON, _model_ask
+
+    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+    band = (1.0 + TFT_STEP_CAP) ** d
+    k = (1.0 - w) * base_ask
+    wf = w * floor
+    flat_low, flat_high = wf + k, wf + k * band**-rec
+    shape = np.broadcast_shapes(np.shape(base_offer), flat_low.shape)
+    b_o, k_o, wf_o, rec_o = (np.broadcast_to(x, shape).ravel() for x in (base_offer, k, wf, rec))
+    o, rec_neg = b_o, -rec_o
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(NEWTON):
+            t = k_o * (o / b_o) ** rec_neg
+            o = o - (o - wf_o - t) / (1.0 + rec_o * t / o)
+    o = o.reshape(shape)
+    meet = np.where(
+        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
+    )
+    line = np.maximum(floor, np.minimum(prev, meet))
+    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
+    return np.where(took, line, np.nan)

@@ -608,14 +608,41 @@ def test_the_lowest_residuals_are_a_stable_sorts_first():
             np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
 
 
-def test_a_compiled_newton_step_is_numpys_step():
-    """columns.newton_step gives numpy's figures for _lines' Newton step, bit for bit."""
+def test_compiled_lines_are_numpys_lines():
+    """_lines, compiled, gives the figures numpy's form gives (posterior_reference), bit for
+    bit: on the expert's threads, for caps at, under and over the last counter, with the
+    bases broadcast over candidate rows, a last ask per row, and offers of zero (numpy's
+    inf and nan, no exception)."""
     rng = np.random.default_rng(7)
-    o, base = rng.uniform(40, 60, 5000), rng.uniform(40, 60, 5000)
-    k, wf, rec = rng.uniform(0, 50, 5000), rng.uniform(0, 50, 5000), rng.uniform(0.1, 2.4, 5000)
-    o[:3] = 0.0  # a division by zero gives numpy's inf or nan, no exception
-    with np.errstate(divide="ignore", invalid="ignore"):
-        power = (o / base) ** -rec
-        t = k * power
-        want = o - (o - wf - t) / (1.0 + rec * t / o)
-    np.testing.assert_array_equal(columns.newton_step(o, k, wf, rec, power), want)
+    checked = 0
+    for h, anchor, floors, T in _expert_threads():
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        d, base_offer, base_ask = posterior._next_bases(h, fits)
+        rows = base_offer * rng.uniform(0.9, 1.1, (4, 1))
+        rows[0, :3] = 0.0
+        prev = h.counters[-1] * rng.uniform(0.95, 1.0, (4, 1))
+        for cap in (h.counters[-1], 0.9 * h.counters[-1], 2.0 * h.counters[-1]):
+            for bo, pv in ((base_offer, h.counters[-1]), (rows, prev)):
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    want = posterior_reference.lines_numpy(fits, d, bo, base_ask, pv, cap)
+                got = posterior._lines(fits, d, bo, base_ask, pv, cap)
+                np.testing.assert_array_equal(got, want)
+                checked += np.isfinite(want).sum()
+    assert checked > 1000
+
+
+def test_compiled_powers_are_numpys():
+    """numpow's powers are np.power's, bit for bit, at every length (SIMD tails included),
+    and the import check found the function numpy calls."""
+    from negotiation.policies.expert import numpow
+
+    assert numpow.EXACT
+    rng = np.random.default_rng(11)
+    for n in (1, 3, 7, 8, 9, 16, 17, 255, 1000):
+        base, exps = rng.uniform(0.01, 1.3), np.exp(rng.uniform(-3.0, 3.0, n))
+        out = np.empty(n)
+        numpow.pow_row(base, exps, out)
+        np.testing.assert_array_equal(out, base**exps)
+        x = rng.uniform(0.01, 1.3, n)
+        numpow.pow_into(x, -exps, out)
+        np.testing.assert_array_equal(out, x**-exps)
