@@ -262,7 +262,7 @@ def residuals_at(counters, anchor, frac, tft_base, tft_ratio, rec, beta, least, 
 
 
 @njit(**_JIT)
-def _np_max(a: float, b: float) -> float:
+def np_max(a: float, b: float) -> float:
     """np.maximum of two numbers: nan if either is nan."""
     if a != a:
         return a
@@ -272,7 +272,7 @@ def _np_max(a: float, b: float) -> float:
 
 
 @njit(**_JIT)
-def _np_min(a: float, b: float) -> float:
+def np_min(a: float, b: float) -> float:
     """np.minimum of two numbers: nan if either is nan."""
     if a != a:
         return a
@@ -285,43 +285,52 @@ def _np_min(a: float, b: float) -> float:
 def lines_flat(b_o, b_a, w, floor, rec, d, step, cap, newton):
     """posterior._lines before its clamps by the last ask, per element of equal-length 1-d
     arrays (the bases, each set's weight, floor, reciprocity and window as a float): the
-    offer that meets the ask's unclamped part, and that part at an offer of ``cap``. Every
-    figure numpy's: the band ``step ** d`` and every power numpy's pow (numpow);
-    ``newton`` Newton steps."""
+    offer that meets the ask's unclamped part, and that part at an offer of ``cap``
+    (meet_into, BLOCK elements at a time)."""
     n = len(b_o)
     meet, at_cap = np.empty(n), np.empty(n)
-    band, hb, o = np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK)
-    x, y, pw, steps = np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.full(BLOCK, step)
     for c0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - c0)
-        for i in range(m):
-            x[i] = d[c0 + i]
-            y[i] = -rec[c0 + i]
-            o[i] = b_o[c0 + i]
-        pow_into(steps[:m], x[:m], band[:m])  # step ** d
-        pow_into(band[:m], y[:m], hb[:m])  # band ** -rec
-        for _ in range(newton):
-            for i in range(m):
-                x[i] = o[i] / b_o[c0 + i]
-            pow_into(x[:m], y[:m], pw[:m])  # (o / base) ** -rec
-            for i in range(m):
-                c = c0 + i
-                t = ((1.0 - w[c]) * b_a[c]) * pw[i]
-                o[i] = o[i] - (o[i] - w[c] * floor[c] - t) / (1.0 + rec[c] * t / o[i])
-        for i in range(m):  # the ratio the ask at ``cap`` mirrors, capped by the band
-            x[i] = _np_max(1.0, _np_min(cap / b_o[c0 + i], band[i]))
-            y[i] = rec[c0 + i]
-        pow_into(x[:m], y[:m], pw[:m])
-        for i in range(m):
-            c = c0 + i
-            k = (1.0 - w[c]) * b_a[c]
-            wf = w[c] * floor[c]
-            flat_low, flat_high = wf + k, wf + k * hb[i]
-            if flat_low <= b_o[c]:
-                meet[c] = flat_low
-            elif flat_high >= b_o[c] * band[i]:
-                meet[c] = flat_high
-            else:
-                meet[c] = o[i]
-            at_cap[c] = w[c] * floor[c] + (1.0 - w[c]) * (b_a[c] / pw[i])
+        c1 = min(n, c0 + BLOCK)
+        meet_into(
+            b_o[c0:c1], b_a[c0:c1], w[c0:c1], floor[c0:c1], rec[c0:c1], d[c0:c1],
+            step, cap, newton, meet[c0:c1], at_cap[c0:c1],
+        )  # fmt: skip
     return meet, at_cap
+
+
+@njit(**_JIT)
+def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> None:
+    """lines_flat for one run of elements, into ``meet`` and ``at_cap``. Every figure
+    numpy's: the band ``step ** d`` and every power numpy's pow (numpow); ``newton``
+    Newton steps."""
+    m = len(b_o)
+    band, hb, o = np.empty(m), np.empty(m), np.empty(m)
+    x, y, pw, steps = np.empty(m), np.empty(m), np.empty(m), np.full(m, step)
+    for i in range(m):
+        x[i] = d[i]
+        y[i] = -rec[i]
+        o[i] = b_o[i]
+    pow_into(steps, x, band)  # step ** d
+    pow_into(band, y, hb)  # band ** -rec
+    for _ in range(newton):
+        for i in range(m):
+            x[i] = o[i] / b_o[i]
+        pow_into(x, y, pw)  # (o / base) ** -rec
+        for i in range(m):
+            t = ((1.0 - w[i]) * b_a[i]) * pw[i]
+            o[i] = o[i] - (o[i] - w[i] * floor[i] - t) / (1.0 + rec[i] * t / o[i])
+    for i in range(m):  # the ratio the ask at ``cap`` mirrors, capped by the band
+        x[i] = np_max(1.0, np_min(cap / b_o[i], band[i]))
+        y[i] = rec[i]
+    pow_into(x, y, pw)
+    for i in range(m):
+        k = (1.0 - w[i]) * b_a[i]
+        wf = w[i] * floor[i]
+        flat_low, flat_high = wf + k, wf + k * hb[i]
+        if flat_low <= b_o[i]:
+            meet[i] = flat_low
+        elif flat_high >= b_o[i] * band[i]:
+            meet[i] = flat_high
+        else:
+            meet[i] = o[i]
+        at_cap[i] = w[i] * floor[i] + (1.0 - w[i]) * (b_a[i] / pw[i])

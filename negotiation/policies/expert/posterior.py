@@ -65,6 +65,7 @@ import numpy as np
 from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
 from .columns import lines_flat, residuals_at
+from .paths import best_paths
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -669,43 +670,10 @@ def ahead_offer(
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
-    n = len(h.counters)
-    steps = patience - n  # offers n+1 (the candidates) to T: one axis each, sets last
-    offers, counters = list(h.bests), list(h.counters)  # then one array per planned offer
-    asks = []
-
-    def along(values, axis: int) -> np.ndarray:
-        shape = [1] * (steps + 1)
-        shape[axis] = len(values)
-        return np.asarray(values, dtype=float).reshape(shape)
-
-    for i in range(steps):
-        k = n + 1 + i
-        if i == 0:
-            o = along(candidates, 0)
-        else:
-            raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
-            o = np.maximum(offers[-1] * raises, offers[-1] + 0.01)
-        d = np.minimum(fits.window, k - 1)
-        time_ask = None  # at the floor from offer T
-        if k < patience:
-            f = (k / patience) ** (1.0 / fits.beta)
-            time_ask = fits.floor * f + anchor * (1.0 - f)
-        a = _model_ask(fits, o, d, _back(offers, k, d), _back(counters, k, d), counters[-1],
-                       time_ask)  # fmt: skip
-        offers.append(o)
-        counters.append(np.round(a, 2))
-        asks.append(a)
-    k = patience + 1  # the final offer, at each set's own line
-    last = counters[-1]
-    lines = _lines_back(fits, k, offers, counters, last, float(h.counters[-1]))
-    price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
-    for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
-        o = offers[n + i]
-        price = np.where(o >= asks[i], o, price)
-        if i:
-            price = np.where(o > counters[n + i - 1] - 0.005, np.inf, price)  # under it
-            price = price.min(axis=i, keepdims=True)
-    price = price.reshape(len(candidates), -1)
-    price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
-    return candidates[int(np.argmin(price.mean(axis=1)))]
+    means = best_paths(
+        np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float), float(anchor),
+        patience, np.asarray(candidates, dtype=float), np.asarray(MID_RAISES),
+        np.asarray(PRE_RAISES), fits.window.astype(np.int64), fits.reciprocity, fits.beta,
+        fits.weight, fits.floor, 1.0 + TFT_STEP_CAP, CLOSE_MARGIN, CLOSE_CENTS, NEWTON,
+    )  # fmt: skip
+    return candidates[int(np.argmin(means))]

@@ -123,3 +123,58 @@ def lines_numpy(fits, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
     line = np.maximum(floor, np.minimum(prev, meet))
     took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
     return np.where(took, line, np.nan)
+
+
+def ahead_prices(h, anchor: float, patience: int, fits, candidates) -> np.ndarray:
+    """posterior.ahead_offer's mean price per candidate in numpy (as it was before it was
+    compiled, paths.py): one array axis per planned offer, the sets last."""
+    from negotiation.policies.expert.posterior import (
+        MID_RAISES,
+        PRE_RAISES,
+        _back,
+        _lines_back,
+        _model_ask,
+        with_margin,
+    )
+
+    n = len(h.counters)
+    steps = patience - n
+    offers, counters = list(h.bests), list(h.counters)
+    asks = []
+
+    def along(values, axis: int) -> np.ndarray:
+        shape = [1] * (steps + 1)
+        shape[axis] = len(values)
+        return np.asarray(values, dtype=float).reshape(shape)
+
+    for i in range(steps):
+        k = n + 1 + i
+        if i == 0:
+            o = along(candidates, 0)
+        else:
+            raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
+            o = np.maximum(offers[-1] * raises, offers[-1] + 0.01)
+        d = np.minimum(fits.window, k - 1)
+        time_ask = None
+        if k < patience:
+            f = (k / patience) ** (1.0 / fits.beta)
+            time_ask = fits.floor * f + anchor * (1.0 - f)
+        a = _model_ask(fits, o, d, _back(offers, k, d), _back(counters, k, d), counters[-1],
+                       time_ask)  # fmt: skip
+        offers.append(o)
+        counters.append(np.round(a, 2))
+        asks.append(a)
+    k = patience + 1
+    last = counters[-1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lines = _lines_back(fits, k, offers, counters, last, float(h.counters[-1]))
+    price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
+    for i in range(steps - 1, -1, -1):
+        o = offers[n + i]
+        price = np.where(o >= asks[i], o, price)
+        if i:
+            price = np.where(o > counters[n + i - 1] - 0.005, np.inf, price)
+            price = price.min(axis=i, keepdims=True)
+    price = price.reshape(len(candidates), -1)
+    price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
+    return price.mean(axis=1)

@@ -646,3 +646,49 @@ def test_compiled_powers_are_numpys():
         x = rng.uniform(0.01, 1.3, n)
         numpow.pow_into(x, -exps, out)
         np.testing.assert_array_equal(out, x**-exps)
+
+
+def test_compiled_paths_price_the_candidates_as_numpy():
+    """ahead_offer's compiled walk of every set's paths (paths.best_paths) gives each
+    candidate the mean price numpy's one-axis-per-offer form gives (posterior_reference),
+    bit for bit, two and three offers before the seller's patience, on the expert's
+    threads with windows re-drawn up to 4 (bases in the past and on the path)."""
+    from negotiation.policies.expert.paths import best_paths
+
+    rng = np.random.default_rng(13)
+    checked = 0
+    for h0, anchor, floors, T in _expert_threads():
+        for n in (T - 3, T - 2):
+            h = History(h0.offers[:n], h0.counters[:n], True)
+            fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+            if not len(fits):
+                continue
+            windows = rng.integers(1, 5, len(fits))
+            redrawn = posterior.Consistent(
+                windows, fits.reciprocity, fits.beta, fits.weight, fits.floor
+            )
+            for fs in (fits, redrawn):
+                last = h.bests[-1]
+                cands = sorted({round(last * (1.0 + r), 2) for r in (0.0066, 0.025, 0.05, 0.1)})
+                want = posterior_reference.ahead_prices(h, anchor, T, fs, cands)
+                got = best_paths(
+                    np.asarray(h.bests, dtype=float),
+                    np.asarray(h.counters, dtype=float),
+                    float(anchor),
+                    T,
+                    np.asarray(cands),
+                    np.asarray(MID_RAISES),
+                    np.asarray(PRE_RAISES),
+                    fs.window.astype(np.int64),
+                    fs.reciprocity,
+                    fs.beta,
+                    fs.weight,
+                    fs.floor,
+                    1.0 + posterior.TFT_STEP_CAP,
+                    posterior.CLOSE_MARGIN,
+                    posterior.CLOSE_CENTS,
+                    posterior.NEWTON,
+                )
+                np.testing.assert_array_equal(got, want)
+                checked += 1
+    assert checked >= 6
