@@ -245,15 +245,24 @@ def residuals_at(counters, anchor, frac, tft_base, tft_ratio, rec, beta, least, 
         c1 = min(c0 + BLOCK, m)
         fb, tb = np.empty((n, c1 - c0)), np.empty((n, c1 - c0))
         inv = 1.0 / beta[c0:c1]
-        rb = np.ascontiguousarray(rec[c0:c1])
+        # The lattice lists its points row by row: a run of equal reciprocities shares
+        # its tit-for-tat powers, computed once.
+        distinct, run = np.empty(c1 - c0), np.empty(c1 - c0, dtype=np.int64)
+        nd = 0
+        for c in range(c0, c1):
+            if c == c0 or rec[c] != rec[c - 1]:
+                distinct[nd] = rec[c]
+                nd += 1
+            run[c - c0] = nd - 1
+        powers = np.empty(nd)
         for k in range(n):
             pow_row(frac[k], inv, fb[k])
             if tft_ratio[k] == 0.0:
                 tb[k, :] = tft_base[k]
             else:
-                pow_row(tft_ratio[k], rb, tb[k])
+                pow_row(tft_ratio[k], distinct[:nd], powers)
                 for c in range(c1 - c0):
-                    tb[k, c] = tft_base[k] / tb[k, c]
+                    tb[k, c] = tft_base[k] / powers[run[c]]
         _fit_block(
             counters, prev, anchor, fb, tb, least, top, refits, w_min,
             floors[c0:c1], weights[c0:c1], errs[c0:c1],
@@ -334,3 +343,28 @@ def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> No
         else:
             meet[i] = o[i]
         at_cap[i] = w[i] * floor[i] + (1.0 - w[i]) * (b_a[i] / pw[i])
+
+
+@njit(**_JIT)
+def around(i, j, step, pad, span):
+    """posterior._around's lattice points (the 5 x 5 within two steps of each (i, j), each
+    once, in the order of their keys (i + pad) * span + (j + pad))."""
+    m = len(i)
+    keys = np.empty(25 * m, dtype=np.int64)
+    q = 0
+    for p in range(m):
+        for a in range(-2, 3):
+            for b in range(-2, 3):
+                keys[q] = (i[p] + a * step + pad) * span + (j[p] + b * step + pad)
+                q += 1
+    keys.sort()
+    n = 0
+    for q in range(len(keys)):
+        if q == 0 or keys[q] != keys[q - 1]:
+            keys[n] = keys[q]
+            n += 1
+    out_i, out_j = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    for q in range(n):
+        out_i[q] = keys[q] // span - pad
+        out_j[q] = keys[q] % span - pad
+    return out_i, out_j
