@@ -343,28 +343,3 @@ def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> No
         else:
             meet[i] = o[i]
         at_cap[i] = w[i] * floor[i] + (1.0 - w[i]) * (b_a[i] / pw[i])
-
-
-@njit(**_JIT)
-def around(i, j, step, pad, span):
-    """posterior._around's lattice points (the 5 x 5 within two steps of each (i, j), each
-    once, in the order of their keys (i + pad) * span + (j + pad))."""
-    m = len(i)
-    keys = np.empty(25 * m, dtype=np.int64)
-    q = 0
-    for p in range(m):
-        for a in range(-2, 3):
-            for b in range(-2, 3):
-                keys[q] = (i[p] + a * step + pad) * span + (j[p] + b * step + pad)
-                q += 1
-    keys.sort()
-    n = 0
-    for q in range(len(keys)):
-        if q == 0 or keys[q] != keys[q - 1]:
-            keys[n] = keys[q]
-            n += 1
-    out_i, out_j = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    for q in range(n):
-        out_i[q] = keys[q] // span - pad
-        out_j[q] = keys[q] % span - pad
-    return out_i, out_j

@@ -178,15 +178,3 @@ def ahead_prices(h, anchor: float, patience: int, fits, candidates) -> np.ndarra
     price = price.reshape(len(candidates), -1)
     price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
     return price.mean(axis=1)
-
-
-def around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
-    """posterior._around in numpy (before it was compiled): every point within two steps
-    of each (i, j), sorted by key, each once."""
-    from negotiation.policies.expert.posterior import PAD, SPAN
-
-    offs = np.arange(-2, 3) * step
-    keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
-    keys = np.sort(keys.ravel())
-    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-    return keys // SPAN - PAD, keys % SPAN - PAD

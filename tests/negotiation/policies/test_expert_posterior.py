@@ -692,17 +692,3 @@ def test_compiled_paths_price_the_candidates_as_numpy():
                 np.testing.assert_array_equal(got, want)
                 checked += 1
     assert checked >= 6
-
-
-def test_compiled_neighbourhoods_are_numpys():
-    """_around, compiled, lists the same lattice points in the same order as its numpy
-    form, on the coarse lattice and around cells of deeper refinements (overlapping)."""
-    rng = np.random.default_rng(17)
-    for m in (1, 5, 300, 3000):
-        for step in (posterior.FINE, 4, 1):
-            i = rng.integers(0, 47, m) * posterior.FINE + rng.integers(0, 4, m) * step
-            j = rng.integers(0, 47, m) * posterior.FINE + rng.integers(0, 4, m) * step
-            for got, want in zip(
-                posterior._around(i, j, step), posterior_reference.around(i, j, step), strict=True
-            ):
-                np.testing.assert_array_equal(got, want)
