@@ -1,5 +1,6 @@
-"""posterior.ahead_offer's pricing compiled: each consistent set's best path of planned
-offers, walked depth first (best_paths).
+"""The posterior's offer pricing compiled: posterior.ahead_offer's (each consistent set's
+best path of planned offers, walked depth first: best_paths) and patience_offer's (each
+candidate offer T, one at a time: patience_prices).
 
 posterior.ahead_offer first priced every path at once, one array axis per planned offer
 and the sets last; this walks the same tree, one path prefix at a time, with the sets as
@@ -206,3 +207,76 @@ def _meets(base_depth, depth, o, bests, counters, n, steps, cnt,
     meet_into(b_o, b_a, w[at], floor[at], rec[at], d_fin[at], step, cap, newton, me, ac)
     for q in range(m):
         meet[at[q]], at_cap[at[q]] = me[q], ac[q]
+
+
+@njit(**_JIT)
+def patience_prices(
+    bests, counters, candidates, window, rec, w, floor, step, margin, cents, newton
+):
+    """posterior.patience_offer's mean price per candidate offer T (over the sets, numpy's
+    pairwise sum): each set meets the candidate or counters it, and then the buyer makes
+    the final offer of the sets (of that row) predicting that counter or one a cent away,
+    or awards it. The same figures as the numpy form, bit for bit (see the module's
+    docstring); the counters are grouped by cent in a table per row."""
+    n, S, C = len(counters), len(window), len(candidates)
+    last = counters[n - 1]
+    d, d1 = np.empty(S), np.empty(S)
+    for s in range(S):
+        d[s] = min(window[s], n)
+        d1[s] = min(window[s], n + 1)
+    band = np.empty(S)
+    pow_into(np.full(S, step), d, band)
+    x, pw = np.empty(S), np.empty(S)
+    ask, cc, took = np.empty(S), np.empty(S), np.empty(S, dtype=np.bool_)
+    b_off, b_ask = np.empty(S), np.empty(S)
+    meet, at_cap, line = np.empty(S), np.empty(S), np.empty(S)
+    key = np.empty(S, dtype=np.int64)
+    price = np.empty(S)
+    means = np.empty(C)
+    for r in range(C):
+        o = candidates[r]
+        for s in range(S):
+            j = n - int(d[s])
+            x[s] = np_max(1.0, np_min(o / bests[j], band[s]))
+        pow_into(x, rec, pw)
+        for s in range(S):
+            j = n - int(d[s])
+            tft = counters[j] / pw[s]
+            a = np_min(last, np_max(floor[s], w[s] * floor[s] + (1.0 - w[s]) * tft))
+            ask[s] = a
+            took[s] = o >= a
+            cc[s] = np.rint(a * 100.0) / 100.0
+            if d1[s] == 1.0:
+                b_off[s], b_ask[s] = np_max(o, bests[n - 1]), cc[s]
+            else:
+                j1 = n + 1 - int(d1[s])
+                b_off[s], b_ask[s] = bests[j1], counters[j1]
+        meet_into(b_off, b_ask, w, floor, rec, d1, step, last, newton, meet, at_cap)
+        for s in range(S):
+            ln = np_max(floor[s], np_min(cc[s], meet[s]))
+            ok = np_min(cc[s], np_max(floor[s], at_cap[s])) <= last
+            line[s] = ln if ok else np.nan
+            key[s] = np.int64(np.rint(cc[s] * 100.0))
+        lo, hi = key.min(), key.max()
+        # The highest line (nan-propagating max) per cent among the sets the candidate
+        # does not meet, then its neighbours' a cent away.
+        size = hi - lo + 3
+        top = np.full(size, -np.inf)
+        seen = np.zeros(size, dtype=np.bool_)
+        for s in range(S):
+            q = key[s] - lo + 1
+            seen[q] = True
+            if not took[s]:
+                top[q] = np_max(top[q], line[s])
+        for s in range(S):
+            q = key[s] - lo + 1
+            near = top[q]
+            if seen[q - 1]:
+                near = np_max(near, top[q - 1])
+            if seen[q + 1]:
+                near = np_max(near, top[q + 1])
+            final = np.ceil((near * (1.0 + margin) + cents) * 100.0 - 1e-9) / 100.0
+            after = cc[s] if (np.isnan(final) or final >= cc[s]) else final
+            price[s] = o if took[s] else after
+        means[r] = _pairwise(price) / S
+    return means

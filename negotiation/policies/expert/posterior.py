@@ -65,7 +65,7 @@ import numpy as np
 from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
 from .columns import lines_flat, residuals_at
-from .paths import best_paths
+from .paths import best_paths, patience_prices
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -581,42 +581,15 @@ def patience_offer(
     if not math.isnan(now):  # closing at once: every set accepts it
         candidates = [*candidates, float(with_margin(now))]
     fits = _sample(fits)
-    n = len(h.counters)
-    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
-    last = counters[-1]
-    d = np.minimum(fits.window, n).astype(int)
-    # after offer T there are n + 1 answers: the base is offer T itself for window 1
-    d1 = np.minimum(fits.window, n + 1).astype(int)
-    from_t = d1 == 1
-    back1 = np.where(from_t, 0, n + 1 - d1)
-    # Every candidate at once: one row each, one column per consistent set.
-    o = np.asarray(candidates, dtype=float)[:, None]
-    ask = _model_ask(fits, o, d, bests[n - d], counters[n - d], last)
-    took = o >= ask
-    c = np.round(ask, 2)
-    b_off = np.where(from_t, np.maximum(o, bests[-1]), bests[back1])
-    b_ask = np.where(from_t, c, counters[back1])
-    lines = _lines(fits, d1, b_off, b_ask, c, float(last))
-    # The final offer sees only the counter: the highest line of the sets predicting it.
-    # Counters in cents, each row shifted clear of the others so that no group or
-    # neighbour spans two candidates.
-    key = np.rint(c * 100.0).astype(np.int64) + 1
-    key += np.arange(len(o))[:, None] * (key.max() + 2)
-    keys, inv = np.unique(key.ravel(), return_inverse=True)
-    top_line = np.full(len(keys), -np.inf)
-    np.maximum.at(top_line, inv, np.where(took, -np.inf, lines).ravel())
-    near = top_line.copy()  # a counter within a cent fits the neighbours' sets too
-    for shift in (-1, 1):
-        j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
-        near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
-    final = with_margin(near[inv]).reshape(c.shape)
-    after = np.where(np.isnan(final) | (final >= c), c, final)
-    prices = np.where(took, o, after)
+    means = patience_prices(
+        np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float),
+        np.asarray(candidates, dtype=float), fits.window.astype(np.int64), fits.reciprocity,
+        fits.weight, fits.floor, 1.0 + TFT_STEP_CAP, CLOSE_MARGIN, CLOSE_CENTS, NEWTON,
+    )  # fmt: skip
     best, best_price = None, math.inf
-    for offer, row in zip(candidates, prices, strict=True):
-        price = float(row.mean())
+    for offer, price in zip(candidates, means, strict=True):
         if price < best_price - 1e-12:
-            best, best_price = offer, price
+            best, best_price = offer, float(price)
     return best
 
 

@@ -178,3 +178,37 @@ def ahead_prices(h, anchor: float, patience: int, fits, candidates) -> np.ndarra
     price = price.reshape(len(candidates), -1)
     price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
     return price.mean(axis=1)
+
+
+def patience_prices(h, fits, candidates) -> np.ndarray:
+    """posterior.patience_offer's mean price per candidate in numpy (before it was
+    compiled, paths.patience_prices): one row per candidate, one column per set."""
+    from negotiation.policies.expert.posterior import _lines, _model_ask, with_margin
+
+    n = len(h.counters)
+    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
+    last = counters[-1]
+    d = np.minimum(fits.window, n).astype(int)
+    d1 = np.minimum(fits.window, n + 1).astype(int)
+    from_t = d1 == 1
+    back1 = np.where(from_t, 0, n + 1 - d1)
+    o = np.asarray(candidates, dtype=float)[:, None]
+    ask = _model_ask(fits, o, d, bests[n - d], counters[n - d], last)
+    took = o >= ask
+    c = np.round(ask, 2)
+    b_off = np.where(from_t, np.maximum(o, bests[-1]), bests[back1])
+    b_ask = np.where(from_t, c, counters[back1])
+    lines = _lines(fits, d1, b_off, b_ask, c, float(last))
+    key = np.rint(c * 100.0).astype(np.int64) + 1
+    key += np.arange(len(o))[:, None] * (key.max() + 2)
+    keys, inv = np.unique(key.ravel(), return_inverse=True)
+    top_line = np.full(len(keys), -np.inf)
+    np.maximum.at(top_line, inv, np.where(took, -np.inf, lines).ravel())
+    near = top_line.copy()
+    for shift in (-1, 1):
+        j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
+        near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
+    final = with_margin(near[inv]).reshape(c.shape)
+    after = np.where(np.isnan(final) | (final >= c), c, final)
+    prices = np.where(took, o, after)
+    return prices.mean(axis=1)

@@ -692,3 +692,35 @@ def test_compiled_paths_price_the_candidates_as_numpy():
                 np.testing.assert_array_equal(got, want)
                 checked += 1
     assert checked >= 6
+
+
+def test_compiled_patience_prices_are_numpys():
+    """patience_offer's compiled pricing (paths.patience_prices) gives each candidate the
+    mean price numpy's one-row-per-candidate form gives (posterior_reference), bit for
+    bit, on the expert's threads with windows as found and re-drawn up to 4."""
+    from negotiation.policies.expert.paths import patience_prices
+
+    rng = np.random.default_rng(19)
+    checked = 0
+    for h0, anchor, floors, T in _expert_threads():
+        h = History(h0.offers[: T - 1], h0.counters[: T - 1], True)
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        if not len(fits):
+            continue
+        windows = rng.integers(1, 5, len(fits))
+        redrawn = posterior.Consistent(
+            windows, fits.reciprocity, fits.beta, fits.weight, fits.floor
+        )
+        for fs in (fits, redrawn):
+            last, top = h.bests[-1], round(h.counters[-1] - 0.01, 2)
+            cands = [round(last + (top - last) * q, 2) for q in np.linspace(0.0, 1.0, 9)]
+            want = posterior_reference.patience_prices(h, fs, cands)
+            got = patience_prices(
+                np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float),
+                np.asarray(cands), fs.window.astype(np.int64), fs.reciprocity, fs.weight,
+                fs.floor, 1.0 + posterior.TFT_STEP_CAP, posterior.CLOSE_MARGIN,
+                posterior.CLOSE_CENTS, posterior.NEWTON,
+            )  # fmt: skip
+            np.testing.assert_array_equal(got, want)
+            checked += 1
+    assert checked >= 4
