@@ -1,13 +1,13 @@
-"""The posterior's compiled loops: the per-set fit (posterior._residuals) and a step of
-the lines' Newton method (posterior._lines).
+"""The posterior's compiled loops: the per-set fit (posterior._residuals, residuals_at) and
+the lines' Newton method (posterior._lines, lines_flat).
 
 Each column of the inputs is one parameter set (reciprocity, beta) of a window, each row
 one answered offer. Every figure is the one numpy computed for posterior.py, bit for
 bit: the same IEEE operations in the same order (each column's sum over the rounds in
 numpy's pairwise order for a contiguous row, see _sums_into; no fused multiply-adds, no
 reassociation), so the expert's play does not change. The powers (the time tactic's
-``f`` and tit-for-tat's mirror) stay with numpy, whose vectorised ``pow`` rounds
-differently from the C library's; they come in as arrays.
+``f``, tit-for-tat's mirror, the Newton steps') call the function numpy's ``power`` calls
+(numpow.py: numpy's vectorised ``pow`` rounds differently from the C library's).
 
 The loops run along a row (one set per element), BLOCK sets at a time: the compiler
 vectorises them across sets and a block's rows stay in cache. A fit every set of a block
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .numpow import pow_into, pow_row
 
 # numba's defaults except for division: IEEE results (inf, nan) instead of exceptions, as
 # numpy gives under np.errstate(divide="ignore", invalid="ignore").
@@ -229,12 +231,115 @@ def fit_columns(counters, anchor, f, tft, least, top, refits, w_min):
 
 
 @njit(**_JIT)
-def newton_step(o, k, wf, rec, power) -> np.ndarray:
-    """One step of posterior._lines' Newton's method per element (1-d arrays):
-    o - (o - wf - t) / (1 + rec t / o), t = k * power, ``power`` being numpy's
-    (o / base) ** -rec."""
-    out = np.empty_like(o)
-    for i in range(len(o)):
-        t = k[i] * power[i]
-        out[i] = o[i] - (o[i] - wf[i] - t) / (1.0 + rec[i] * t / o[i])
-    return out
+def residuals_at(counters, anchor, frac, tft_base, tft_ratio, rec, beta, least, top, refits, w_min):
+    """fit_columns for the sets (rec, beta) of one window (1-d, contiguous), their powers
+    computed here as numpy computes them (numpow): per round k, the time tactic's
+    ``f = frac[k] ** (1 / beta)`` and the tit-for-tat ask ``tft_base[k] / tft_ratio[k] **
+    rec`` (``tft_base[k]`` itself where ``tft_ratio[k]`` is 0: no offer to mirror yet)."""
+    n, m = len(counters), len(rec)
+    prev = np.empty(n)
+    prev[0] = anchor
+    prev[1:] = counters[:-1]
+    floors, weights, errs = np.empty(m), np.empty(m), np.empty(m)
+    for c0 in range(0, m, BLOCK):
+        c1 = min(c0 + BLOCK, m)
+        fb, tb = np.empty((n, c1 - c0)), np.empty((n, c1 - c0))
+        inv = 1.0 / beta[c0:c1]
+        # The lattice lists its points row by row: a run of equal reciprocities shares
+        # its tit-for-tat powers, computed once.
+        distinct, run = np.empty(c1 - c0), np.empty(c1 - c0, dtype=np.int64)
+        nd = 0
+        for c in range(c0, c1):
+            if c == c0 or rec[c] != rec[c - 1]:
+                distinct[nd] = rec[c]
+                nd += 1
+            run[c - c0] = nd - 1
+        powers = np.empty(nd)
+        for k in range(n):
+            pow_row(frac[k], inv, fb[k])
+            if tft_ratio[k] == 0.0:
+                tb[k, :] = tft_base[k]
+            else:
+                pow_row(tft_ratio[k], distinct[:nd], powers)
+                for c in range(c1 - c0):
+                    tb[k, c] = tft_base[k] / powers[run[c]]
+        _fit_block(
+            counters, prev, anchor, fb, tb, least, top, refits, w_min,
+            floors[c0:c1], weights[c0:c1], errs[c0:c1],
+        )  # fmt: skip
+    return floors, weights, errs
+
+
+@njit(**_JIT)
+def np_max(a: float, b: float) -> float:
+    """np.maximum of two numbers: nan if either is nan."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+@njit(**_JIT)
+def np_min(a: float, b: float) -> float:
+    """np.minimum of two numbers: nan if either is nan."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+@njit(**_JIT)
+def lines_flat(b_o, b_a, w, floor, rec, d, step, cap, newton):
+    """posterior._lines before its clamps by the last ask, per element of equal-length 1-d
+    arrays (the bases, each set's weight, floor, reciprocity and window as a float): the
+    offer that meets the ask's unclamped part, and that part at an offer of ``cap``
+    (meet_into, BLOCK elements at a time)."""
+    n = len(b_o)
+    meet, at_cap = np.empty(n), np.empty(n)
+    for c0 in range(0, n, BLOCK):
+        c1 = min(n, c0 + BLOCK)
+        meet_into(
+            b_o[c0:c1], b_a[c0:c1], w[c0:c1], floor[c0:c1], rec[c0:c1], d[c0:c1],
+            step, cap, newton, meet[c0:c1], at_cap[c0:c1],
+        )  # fmt: skip
+    return meet, at_cap
+
+
+@njit(**_JIT)
+def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> None:
+    """lines_flat for one run of elements, into ``meet`` and ``at_cap``. Every figure
+    numpy's: the band ``step ** d`` and every power numpy's pow (numpow); ``newton``
+    Newton steps."""
+    m = len(b_o)
+    band, hb, o = np.empty(m), np.empty(m), np.empty(m)
+    x, y, pw, steps = np.empty(m), np.empty(m), np.empty(m), np.full(m, step)
+    for i in range(m):
+        x[i] = d[i]
+        y[i] = -rec[i]
+        o[i] = b_o[i]
+    pow_into(steps, x, band)  # step ** d
+    pow_into(band, y, hb)  # band ** -rec
+    for _ in range(newton):
+        for i in range(m):
+            x[i] = o[i] / b_o[i]
+        pow_into(x, y, pw)  # (o / base) ** -rec
+        for i in range(m):
+            t = ((1.0 - w[i]) * b_a[i]) * pw[i]
+            o[i] = o[i] - (o[i] - w[i] * floor[i] - t) / (1.0 + rec[i] * t / o[i])
+    for i in range(m):  # the ratio the ask at ``cap`` mirrors, capped by the band
+        x[i] = np_max(1.0, np_min(cap / b_o[i], band[i]))
+        y[i] = rec[i]
+    pow_into(x, y, pw)
+    for i in range(m):
+        k = (1.0 - w[i]) * b_a[i]
+        wf = w[i] * floor[i]
+        flat_low, flat_high = wf + k, wf + k * hb[i]
+        if flat_low <= b_o[i]:
+            meet[i] = flat_low
+        elif flat_high >= b_o[i] * band[i]:
+            meet[i] = flat_high
+        else:
+            meet[i] = o[i]
+        at_cap[i] = w[i] * floor[i] + (1.0 - w[i]) * (b_a[i] / pw[i])

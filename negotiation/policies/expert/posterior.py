@@ -20,7 +20,7 @@ the highest floor any persona can have at the seller's public cost (the document
 ranges; the tactics, which the held-out mixed family re-draws, do not enter it), and stays
 under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is projected onto
 it, so that a seller whose parameters lie on its edge is still found. Each set's fit is one
-compiled pass (columns.py), its powers computed with numpy; one posterior is computed once
+compiled pass (columns.py), its powers numpy's (numpow.py); one posterior is computed once
 per bilateral thread.
 
 One thread, one search (thread_fits): the lattice is searched at the expert's first
@@ -64,7 +64,8 @@ import numpy as np
 
 from ...suppliers.concession import TFT_STEP_CAP
 from .beliefs import Floors, History
-from .columns import fit_columns, newton_step
+from .columns import lines_flat, residuals_at
+from .paths import best_paths, patience_prices
 
 # |model - counter| the true parameters can show: the counter's rounding to cents (0.005)
 # plus the model reading the rounded counters where the seller reads its exact asks.
@@ -143,27 +144,6 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
-def _tft(h: History, anchor: float, d: int, rec: np.ndarray) -> np.ndarray:
-    """Tit-for-tat asks for every answered offer (rows), one column per reciprocity: each
-    offer measured from the buyer's best offer d offers back. Computed once per run of
-    equal reciprocities (the lattice lists its points row by row)."""
-    new = np.empty(len(rec), dtype=bool)
-    new[:1] = True
-    np.not_equal(rec[1:], rec[:-1], out=new[1:])
-    distinct = rec[new]
-    counters, bests = h.counters, h.bests
-    out = np.empty((len(counters), len(distinct)))
-    for i in range(len(counters)):
-        dd = min(d, i)
-        if not dd:
-            out[i] = anchor
-            continue
-        ratio = min(h.offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
-        out[i] = np.float64(counters[i - dd]) / max(1.0, ratio) ** distinct
-    # np.take: a column gather three times as fast as indexing with [:, idx]
-    return out if len(distinct) == len(rec) else np.take(out, np.cumsum(new) - 1, axis=1)
-
-
 def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
     floor or weight is impossible (``box``: its ``most`` is under the anchor). Computed
@@ -179,14 +159,34 @@ def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, re
 
 
 def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
-    # One row per round, one column per pair: the powers here, the fit compiled (columns).
+    # The rows' scalars here (the tit-for-tat bases, in Python's arithmetic), the powers
+    # and the fit compiled (columns.residuals_at).
     n = len(h.counters)
-    frac = (np.minimum(np.arange(1, n + 1), patience) / patience)[:, None]
-    f = frac ** (1.0 / beta)
-    tft = _tft(h, anchor, d, rec)
+    frac = np.minimum(np.arange(1, n + 1), patience) / patience
+    base, ratio = _tft_rows(h, anchor, d)
     least, top = box
     counters = np.asarray(h.counters, dtype=float)
-    return fit_columns(counters, float(anchor), f, tft, float(least), float(top), REFITS, W_MIN)
+    rec, beta = np.ascontiguousarray(rec, dtype=float), np.ascontiguousarray(beta, dtype=float)
+    return residuals_at(
+        counters, float(anchor), frac, base, ratio, rec, beta, float(least), float(top),
+        REFITS, W_MIN,
+    )  # fmt: skip
+
+
+def _tft_rows(h: History, anchor: float, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per answered offer, the tit-for-tat ask's base (the counter d answers back) and the
+    ratio its reciprocity powers (the offer over the buyer's best d offers back, capped);
+    the anchor and a ratio of 0 where there is no offer to mirror yet (the first)."""
+    counters, bests = h.counters, h.bests
+    base, ratio = np.empty(len(counters)), np.empty(len(counters))
+    for i in range(len(counters)):
+        dd = min(d, i)
+        if not dd:
+            base[i], ratio[i] = anchor, 0.0
+            continue
+        r = min(h.offers[i] / bests[i - dd], (1.0 + TFT_STEP_CAP) ** dd)
+        base[i], ratio[i] = counters[i - dd], max(1.0, r)
+    return base, ratio
 
 
 FINE = 4**DEEPEST  # the lattice as integers at the finest step: exact de-duplication
@@ -223,7 +223,8 @@ def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.nda
     """The lattice points within two steps of each (i, j), each once."""
     offs = np.arange(-2, 3) * step
     keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
-    keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here
+    keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here; numpy's
+    # sort of int64 (x86-simd-sort) also beats a compiled sort 2x
     keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
     return keys // SPAN - PAD, keys % SPAN - PAD
 
@@ -478,24 +479,19 @@ def _lines(fits: Consistent, d, base_offer, base_ask, prev, cap: float) -> np.nd
     g (never under F: an offer under the floor is refused). g is flat below the tit-for-tat
     base (nothing to mirror) and above base x (1 + TFT_STEP_CAP) ** d (the mirror's cap);
     between them o - g(o) is concave and rising, so Newton's method from the base
-    converges from below, quadratically."""
-    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
-    band = (1.0 + TFT_STEP_CAP) ** d
-    k = (1.0 - w) * base_ask  # tit-for-tat's share of the ask at ratio 1
-    wf = w * floor
-    flat_low, flat_high = wf + k, wf + k * band**-rec  # g under the base, over the band
-    shape = np.broadcast_shapes(np.shape(base_offer), flat_low.shape)
-    b_o, k_o, wf_o, rec_o = (np.broadcast_to(x, shape).ravel() for x in (base_offer, k, wf, rec))
-    o, rec_neg = b_o, -rec_o
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(NEWTON):  # the power with numpy's pow, the rest compiled
-            o = newton_step(o, k_o, wf_o, rec_o, (o / b_o) ** rec_neg)
-    o = o.reshape(shape)
-    meet = np.where(
-        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
-    )
+    converges from below, quadratically.
+
+    Compiled (columns.lines_flat) over the shape of the bases and sets (no wider: a base
+    several answers back runs its Newton steps once for every later offer), then clamped
+    by the last ask, each figure the one numpy gives."""
+    parts = (base_offer, base_ask, fits.weight, fits.floor, fits.reciprocity, d)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in parts))
+    flat = [np.broadcast_to(np.asarray(x, dtype=float), shape).ravel() for x in parts]
+    meet, at_cap = lines_flat(*flat, 1.0 + TFT_STEP_CAP, float(cap), NEWTON)
+    meet, at_cap = meet.reshape(shape), at_cap.reshape(shape)
+    floor = fits.floor
     line = np.maximum(floor, np.minimum(prev, meet))
-    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
+    took = np.minimum(prev, np.maximum(floor, at_cap)) <= cap
     return np.where(took, line, np.nan)
 
 
@@ -585,42 +581,15 @@ def patience_offer(
     if not math.isnan(now):  # closing at once: every set accepts it
         candidates = [*candidates, float(with_margin(now))]
     fits = _sample(fits)
-    n = len(h.counters)
-    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
-    last = counters[-1]
-    d = np.minimum(fits.window, n).astype(int)
-    # after offer T there are n + 1 answers: the base is offer T itself for window 1
-    d1 = np.minimum(fits.window, n + 1).astype(int)
-    from_t = d1 == 1
-    back1 = np.where(from_t, 0, n + 1 - d1)
-    # Every candidate at once: one row each, one column per consistent set.
-    o = np.asarray(candidates, dtype=float)[:, None]
-    ask = _model_ask(fits, o, d, bests[n - d], counters[n - d], last)
-    took = o >= ask
-    c = np.round(ask, 2)
-    b_off = np.where(from_t, np.maximum(o, bests[-1]), bests[back1])
-    b_ask = np.where(from_t, c, counters[back1])
-    lines = _lines(fits, d1, b_off, b_ask, c, float(last))
-    # The final offer sees only the counter: the highest line of the sets predicting it.
-    # Counters in cents, each row shifted clear of the others so that no group or
-    # neighbour spans two candidates.
-    key = np.rint(c * 100.0).astype(np.int64) + 1
-    key += np.arange(len(o))[:, None] * (key.max() + 2)
-    keys, inv = np.unique(key.ravel(), return_inverse=True)
-    top_line = np.full(len(keys), -np.inf)
-    np.maximum.at(top_line, inv, np.where(took, -np.inf, lines).ravel())
-    near = top_line.copy()  # a counter within a cent fits the neighbours' sets too
-    for shift in (-1, 1):
-        j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
-        near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
-    final = with_margin(near[inv]).reshape(c.shape)
-    after = np.where(np.isnan(final) | (final >= c), c, final)
-    prices = np.where(took, o, after)
+    means = patience_prices(
+        np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float),
+        np.asarray(candidates, dtype=float), fits.window.astype(np.int64), fits.reciprocity,
+        fits.weight, fits.floor, 1.0 + TFT_STEP_CAP, CLOSE_MARGIN, CLOSE_CENTS, NEWTON,
+    )  # fmt: skip
     best, best_price = None, math.inf
-    for offer, row in zip(candidates, prices, strict=True):
-        price = float(row.mean())
+    for offer, price in zip(candidates, means, strict=True):
         if price < best_price - 1e-12:
-            best, best_price = offer, price
+            best, best_price = offer, float(price)
     return best
 
 
@@ -675,43 +644,10 @@ def ahead_offer(
     if not len(fits):
         return None
     fits = _sample(fits, PRE_SAMPLE)
-    n = len(h.counters)
-    steps = patience - n  # offers n+1 (the candidates) to T: one axis each, sets last
-    offers, counters = list(h.bests), list(h.counters)  # then one array per planned offer
-    asks = []
-
-    def along(values, axis: int) -> np.ndarray:
-        shape = [1] * (steps + 1)
-        shape[axis] = len(values)
-        return np.asarray(values, dtype=float).reshape(shape)
-
-    for i in range(steps):
-        k = n + 1 + i
-        if i == 0:
-            o = along(candidates, 0)
-        else:
-            raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
-            o = np.maximum(offers[-1] * raises, offers[-1] + 0.01)
-        d = np.minimum(fits.window, k - 1)
-        time_ask = None  # at the floor from offer T
-        if k < patience:
-            f = (k / patience) ** (1.0 / fits.beta)
-            time_ask = fits.floor * f + anchor * (1.0 - f)
-        a = _model_ask(fits, o, d, _back(offers, k, d), _back(counters, k, d), counters[-1],
-                       time_ask)  # fmt: skip
-        offers.append(o)
-        counters.append(np.round(a, 2))
-        asks.append(a)
-    k = patience + 1  # the final offer, at each set's own line
-    last = counters[-1]
-    lines = _lines_back(fits, k, offers, counters, last, float(h.counters[-1]))
-    price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
-    for i in range(steps - 1, -1, -1):  # back to the candidates: each set's best path
-        o = offers[n + i]
-        price = np.where(o >= asks[i], o, price)
-        if i:
-            price = np.where(o > counters[n + i - 1] - 0.005, np.inf, price)  # under it
-            price = price.min(axis=i, keepdims=True)
-    price = price.reshape(len(candidates), -1)
-    price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
-    return candidates[int(np.argmin(price.mean(axis=1)))]
+    means = best_paths(
+        np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float), float(anchor),
+        patience, np.asarray(candidates, dtype=float), np.asarray(MID_RAISES),
+        np.asarray(PRE_RAISES), fits.window.astype(np.int64), fits.reciprocity, fits.beta,
+        fits.weight, fits.floor, 1.0 + TFT_STEP_CAP, CLOSE_MARGIN, CLOSE_CENTS, NEWTON,
+    )  # fmt: skip
+    return candidates[int(np.argmin(means))]

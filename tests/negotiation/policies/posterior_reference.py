@@ -96,3 +96,119 @@ def lines(fits, d, base_offer, base_ask, prev, cap: float, steps: int = 60) -> n
         hi, lo = np.where(yes, mid, hi), np.where(yes, lo, mid)
     took = _model_ask(fits, np.full(shape, cap), d, base_offer, base_ask, prev) <= cap
     return np.where(took, hi, np.nan)
+
+
+def lines_numpy(fits, d, base_offer, base_ask, prev, cap: float) -> np.ndarray:
+    """posterior._lines in numpy (as it was before it was compiled): Newton's method on the
+    bases' shape, then the clamps by the last ask; the figures the compiled form must give
+    bit for bit."""
+    from negotiation.policies.expert.posterior import NEWTON, _model_ask
+
+    w, floor, rec = fits.weight, fits.floor, fits.reciprocity
+    band = (1.0 + TFT_STEP_CAP) ** d
+    k = (1.0 - w) * base_ask
+    wf = w * floor
+    flat_low, flat_high = wf + k, wf + k * band**-rec
+    shape = np.broadcast_shapes(np.shape(base_offer), flat_low.shape)
+    b_o, k_o, wf_o, rec_o = (np.broadcast_to(x, shape).ravel() for x in (base_offer, k, wf, rec))
+    o, rec_neg = b_o, -rec_o
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(NEWTON):
+            t = k_o * (o / b_o) ** rec_neg
+            o = o - (o - wf_o - t) / (1.0 + rec_o * t / o)
+    o = o.reshape(shape)
+    meet = np.where(
+        flat_low <= base_offer, flat_low, np.where(flat_high >= base_offer * band, flat_high, o)
+    )
+    line = np.maximum(floor, np.minimum(prev, meet))
+    took = _model_ask(fits, cap, d, base_offer, base_ask, prev) <= cap
+    return np.where(took, line, np.nan)
+
+
+def ahead_prices(h, anchor: float, patience: int, fits, candidates) -> np.ndarray:
+    """posterior.ahead_offer's mean price per candidate in numpy (as it was before it was
+    compiled, paths.py): one array axis per planned offer, the sets last."""
+    from negotiation.policies.expert.posterior import (
+        MID_RAISES,
+        PRE_RAISES,
+        _back,
+        _lines_back,
+        _model_ask,
+        with_margin,
+    )
+
+    n = len(h.counters)
+    steps = patience - n
+    offers, counters = list(h.bests), list(h.counters)
+    asks = []
+
+    def along(values, axis: int) -> np.ndarray:
+        shape = [1] * (steps + 1)
+        shape[axis] = len(values)
+        return np.asarray(values, dtype=float).reshape(shape)
+
+    for i in range(steps):
+        k = n + 1 + i
+        if i == 0:
+            o = along(candidates, 0)
+        else:
+            raises = along(PRE_RAISES if k == patience else MID_RAISES, i)
+            o = np.maximum(offers[-1] * raises, offers[-1] + 0.01)
+        d = np.minimum(fits.window, k - 1)
+        time_ask = None
+        if k < patience:
+            f = (k / patience) ** (1.0 / fits.beta)
+            time_ask = fits.floor * f + anchor * (1.0 - f)
+        a = _model_ask(fits, o, d, _back(offers, k, d), _back(counters, k, d), counters[-1],
+                       time_ask)  # fmt: skip
+        offers.append(o)
+        counters.append(np.round(a, 2))
+        asks.append(a)
+    k = patience + 1
+    last = counters[-1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lines = _lines_back(fits, k, offers, counters, last, float(h.counters[-1]))
+    price = np.where(np.isnan(lines), last, np.minimum(last, with_margin(lines)))
+    for i in range(steps - 1, -1, -1):
+        o = offers[n + i]
+        price = np.where(o >= asks[i], o, price)
+        if i:
+            price = np.where(o > counters[n + i - 1] - 0.005, np.inf, price)
+            price = price.min(axis=i, keepdims=True)
+    price = price.reshape(len(candidates), -1)
+    price = np.where(np.isfinite(price), price, counters[n].reshape(len(candidates), -1))
+    return price.mean(axis=1)
+
+
+def patience_prices(h, fits, candidates) -> np.ndarray:
+    """posterior.patience_offer's mean price per candidate in numpy (before it was
+    compiled, paths.patience_prices): one row per candidate, one column per set."""
+    from negotiation.policies.expert.posterior import _lines, _model_ask, with_margin
+
+    n = len(h.counters)
+    bests, counters = np.asarray(h.bests), np.asarray(h.counters)
+    last = counters[-1]
+    d = np.minimum(fits.window, n).astype(int)
+    d1 = np.minimum(fits.window, n + 1).astype(int)
+    from_t = d1 == 1
+    back1 = np.where(from_t, 0, n + 1 - d1)
+    o = np.asarray(candidates, dtype=float)[:, None]
+    ask = _model_ask(fits, o, d, bests[n - d], counters[n - d], last)
+    took = o >= ask
+    c = np.round(ask, 2)
+    b_off = np.where(from_t, np.maximum(o, bests[-1]), bests[back1])
+    b_ask = np.where(from_t, c, counters[back1])
+    lines = _lines(fits, d1, b_off, b_ask, c, float(last))
+    key = np.rint(c * 100.0).astype(np.int64) + 1
+    key += np.arange(len(o))[:, None] * (key.max() + 2)
+    keys, inv = np.unique(key.ravel(), return_inverse=True)
+    top_line = np.full(len(keys), -np.inf)
+    np.maximum.at(top_line, inv, np.where(took, -np.inf, lines).ravel())
+    near = top_line.copy()
+    for shift in (-1, 1):
+        j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
+        near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
+    final = with_margin(near[inv]).reshape(c.shape)
+    after = np.where(np.isnan(final) | (final >= c), c, final)
+    prices = np.where(took, o, after)
+    return prices.mean(axis=1)

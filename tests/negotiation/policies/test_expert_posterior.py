@@ -608,14 +608,119 @@ def test_the_lowest_residuals_are_a_stable_sorts_first():
             np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
 
 
-def test_a_compiled_newton_step_is_numpys_step():
-    """columns.newton_step gives numpy's figures for _lines' Newton step, bit for bit."""
+def test_compiled_lines_are_numpys_lines():
+    """_lines, compiled, gives the figures numpy's form gives (posterior_reference), bit for
+    bit: on the expert's threads, for caps at, under and over the last counter, with the
+    bases broadcast over candidate rows, a last ask per row, and offers of zero (numpy's
+    inf and nan, no exception)."""
     rng = np.random.default_rng(7)
-    o, base = rng.uniform(40, 60, 5000), rng.uniform(40, 60, 5000)
-    k, wf, rec = rng.uniform(0, 50, 5000), rng.uniform(0, 50, 5000), rng.uniform(0.1, 2.4, 5000)
-    o[:3] = 0.0  # a division by zero gives numpy's inf or nan, no exception
-    with np.errstate(divide="ignore", invalid="ignore"):
-        power = (o / base) ** -rec
-        t = k * power
-        want = o - (o - wf - t) / (1.0 + rec * t / o)
-    np.testing.assert_array_equal(columns.newton_step(o, k, wf, rec, power), want)
+    checked = 0
+    for h, anchor, floors, T in _expert_threads():
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        d, base_offer, base_ask = posterior._next_bases(h, fits)
+        rows = base_offer * rng.uniform(0.9, 1.1, (4, 1))
+        rows[0, :3] = 0.0
+        prev = h.counters[-1] * rng.uniform(0.95, 1.0, (4, 1))
+        for cap in (h.counters[-1], 0.9 * h.counters[-1], 2.0 * h.counters[-1]):
+            for bo, pv in ((base_offer, h.counters[-1]), (rows, prev)):
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    want = posterior_reference.lines_numpy(fits, d, bo, base_ask, pv, cap)
+                got = posterior._lines(fits, d, bo, base_ask, pv, cap)
+                np.testing.assert_array_equal(got, want)
+                checked += np.isfinite(want).sum()
+    assert checked > 1000
+
+
+def test_compiled_powers_are_numpys():
+    """numpow's powers are np.power's, bit for bit, at every length (SIMD tails included),
+    and the import check found the function numpy calls."""
+    from negotiation.policies.expert import numpow
+
+    assert numpow.EXACT
+    rng = np.random.default_rng(11)
+    for n in (1, 3, 7, 8, 9, 16, 17, 255, 1000):
+        base, exps = rng.uniform(0.01, 1.3), np.exp(rng.uniform(-3.0, 3.0, n))
+        out = np.empty(n)
+        numpow.pow_row(base, exps, out)
+        np.testing.assert_array_equal(out, base**exps)
+        x = rng.uniform(0.01, 1.3, n)
+        numpow.pow_into(x, -exps, out)
+        np.testing.assert_array_equal(out, x**-exps)
+
+
+def test_compiled_paths_price_the_candidates_as_numpy():
+    """ahead_offer's compiled walk of every set's paths (paths.best_paths) gives each
+    candidate the mean price numpy's one-axis-per-offer form gives (posterior_reference),
+    bit for bit, two and three offers before the seller's patience, on the expert's
+    threads with windows re-drawn up to 4 (bases in the past and on the path)."""
+    from negotiation.policies.expert.paths import best_paths
+
+    rng = np.random.default_rng(13)
+    checked = 0
+    for h0, anchor, floors, T in _expert_threads():
+        for n in (T - 3, T - 2):
+            h = History(h0.offers[:n], h0.counters[:n], True)
+            fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+            if not len(fits):
+                continue
+            windows = rng.integers(1, 5, len(fits))
+            redrawn = posterior.Consistent(
+                windows, fits.reciprocity, fits.beta, fits.weight, fits.floor
+            )
+            for fs in (fits, redrawn):
+                last = h.bests[-1]
+                cands = sorted({round(last * (1.0 + r), 2) for r in (0.0066, 0.025, 0.05, 0.1)})
+                want = posterior_reference.ahead_prices(h, anchor, T, fs, cands)
+                got = best_paths(
+                    np.asarray(h.bests, dtype=float),
+                    np.asarray(h.counters, dtype=float),
+                    float(anchor),
+                    T,
+                    np.asarray(cands),
+                    np.asarray(MID_RAISES),
+                    np.asarray(PRE_RAISES),
+                    fs.window.astype(np.int64),
+                    fs.reciprocity,
+                    fs.beta,
+                    fs.weight,
+                    fs.floor,
+                    1.0 + posterior.TFT_STEP_CAP,
+                    posterior.CLOSE_MARGIN,
+                    posterior.CLOSE_CENTS,
+                    posterior.NEWTON,
+                )
+                np.testing.assert_array_equal(got, want)
+                checked += 1
+    assert checked >= 6
+
+
+def test_compiled_patience_prices_are_numpys():
+    """patience_offer's compiled pricing (paths.patience_prices) gives each candidate the
+    mean price numpy's one-row-per-candidate form gives (posterior_reference), bit for
+    bit, on the expert's threads with windows as found and re-drawn up to 4."""
+    from negotiation.policies.expert.paths import patience_prices
+
+    rng = np.random.default_rng(19)
+    checked = 0
+    for h0, anchor, floors, T in _expert_threads():
+        h = History(h0.offers[: T - 1], h0.counters[: T - 1], True)
+        fits = consistent_fits(h, anchor, T, floors, PRE_KEEP)
+        if not len(fits):
+            continue
+        windows = rng.integers(1, 5, len(fits))
+        redrawn = posterior.Consistent(
+            windows, fits.reciprocity, fits.beta, fits.weight, fits.floor
+        )
+        for fs in (fits, redrawn):
+            last, top = h.bests[-1], round(h.counters[-1] - 0.01, 2)
+            cands = [round(last + (top - last) * q, 2) for q in np.linspace(0.0, 1.0, 9)]
+            want = posterior_reference.patience_prices(h, fs, cands)
+            got = patience_prices(
+                np.asarray(h.bests, dtype=float), np.asarray(h.counters, dtype=float),
+                np.asarray(cands), fs.window.astype(np.int64), fs.reciprocity, fs.weight,
+                fs.floor, 1.0 + posterior.TFT_STEP_CAP, posterior.CLOSE_MARGIN,
+                posterior.CLOSE_CENTS, posterior.NEWTON,
+            )  # fmt: skip
+            np.testing.assert_array_equal(got, want)
+            checked += 1
+    assert checked >= 4
