@@ -20,6 +20,12 @@ on it), and how many erratic seeds met such a stall and were taken at once. A fi
 deal pays the fixed price whoever closes it, so a buyer that loses none of them is at
 the family's ceiling (the lowball script's figure); any share that costs one falls below.
 
+A last row plays the expert that holds out wherever it can: safe.py never moves
+(``at_risk`` is off, so no stall is taken at once) and over_cap.py's near-cap offer at
+the seller's patience is withdrawn after an answer that repeated its counter. It is the
+most the erratic family can get from these two choices, and it plays every held-out
+family, to show what that costs the sellers that walk.
+
 With ``--field`` it also asks whether the field's AgentK and HardHeaded sellers take an
 offer at the buyer's ceiling at all within their horizon (a probe buyer offering the
 ceiling every round, and one offering 70 % of it until the seller's patience, then the
@@ -45,10 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality  # bench/quality.py: one episode with the bare engine loop
 
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.policies.expert import safe
+from negotiation.policies.expert import over_cap, safe
 
 FAMILIES = ("erratic", "fixed_price")
 REFERENCES = ("script_concede_2pct", "script_lowball_award")
+HOLD = "expert_hold"  # the expert that holds out wherever it can (see the module)
 _FIRST_STALL: list[bool] = []  # per episode: whether the first never-moved stall was taken
 _move = safe.move
 
@@ -60,13 +67,30 @@ def _recording_move(fit, counter, last, cap, cost):
     return sm
 
 
+_near_cap = over_cap.patience_offer
+_at_risk = safe.at_risk
+
+
+def _near_cap_unless_stalled(counters, last_offer, cap):
+    offer = _near_cap(counters, last_offer, cap)
+    return None if offer is not None and counters[-1] >= counters[-2] - 0.005 else offer
+
+
+def _never_at_risk(*_args: Any) -> bool:
+    return False
+
+
 def _episode(task: tuple[float | None, str, str, int]) -> tuple[Any, ...]:
     share, family, buyer, seed = task
     if share is not None:
         safe.ONE_PRICE_SHARE = share
+    hold = buyer == HOLD  # a worker plays many tasks: set both rules on each one
+    safe.at_risk = _never_at_risk if hold else _at_risk
+    over_cap.patience_offer = _near_cap_unless_stalled if hold else _near_cap
     safe.move = _recording_move
     _FIRST_STALL.clear()
-    row = quality.play((family, quality.FIELD_PRESET, buyer, seed))[4]
+    who = "expert" if buyer == HOLD else buyer
+    row = quality.play((family, quality.FIELD_PRESET, who, seed))[4]
     taken = _FIRST_STALL[0] if _FIRST_STALL else None
     return share, family, buyer, seed, row.get("surplus"), row.get("lost"), taken
 
@@ -116,6 +140,7 @@ def main() -> None:
     shares = [float(x) for x in args.shares.split(",") if x]
     tasks = [(sh, f, "expert", s) for f in FAMILIES for sh in shares for s in seeds]
     tasks += [(None, f, b, s) for f in FAMILIES for b in REFERENCES for s in seeds]
+    tasks += [(None, f, HOLD, s) for f in quality.HELD_OUT for s in seeds]
     print(
         f"# The expert's stalled-ask share swept: seeds {seeds.start}-{seeds.stop - 1}, "
         f"ONE_PRICE_SHARE {shares} (today {safe.ONE_PRICE_SHARE})"
@@ -133,6 +158,11 @@ def main() -> None:
                 ok = [c for c in cells[(f, buyer, share)] if c[0] is not None]
                 line += f" {_mean([c[0] for c in ok]):17.3f} / {_mean([c[1] for c in ok]):5.3f}"
             print(f"{name:34s}{line}")
+        hold = []
+        for f in quality.HELD_OUT:
+            ok = [c for c in cells[(f, HOLD, None)] if c[0] is not None]
+            hold.append(f"{f} {_mean([c[0] for c in ok]):.3f} / {_mean([c[1] for c in ok]):.3f}")
+        print(f"{HOLD} (surplus / lost): " + ", ".join(hold))
         for sh in shares:
             met = [c[2] for c in cells[("erratic", "expert", sh)] if c[2] is not None]
             print(
