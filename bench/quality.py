@@ -38,11 +38,13 @@ Supplier families (``--families``; tables per family and preset):
           some numbers chosen on their seeds from 100000 (policy.MEET, over_cap.NEAR_CAP;
           beliefs.trend_offer's share is set by principle): report on seeds 0-99999
   floor_walk, fixed_price, impatient, erratic
-          HELD OUT, never tuned on: the "bilateral" preset (its base persona rotating with
-          the seed over the four rule personas, for their hidden numbers) with the seller
-          replaced by a supplier agent outside the documented model
-          (negotiation/suppliers/heldout.py: stops at its floor and walks a few offers
-          later; one fixed price; concedes fast and walks soon; a random walk). Not in
+          HELD OUT: the "bilateral" preset (its base persona rotating with the seed over
+          the four rule personas, for their hidden numbers) with the seller replaced by a
+          supplier agent outside the documented model (negotiation/suppliers/heldout.py:
+          stops at its floor and walks a few offers later; one fixed price; concedes fast
+          and walks soon; a random walk). One number was chosen on their seeds from
+          100000 (expert/safe.py's ONE_PRICE_SHARE: how high a stalled ask that never
+          moved is still met at once; TUNED_ON below): report on seeds 0-99999. Not in
           the default families. No oracle plays them (it models rule sellers only).
 
 A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
@@ -119,6 +121,12 @@ METRICS = {
 DERIVED = ("surplus", "lost")  # computed here, not by the engine
 PER_DEAL = ("buyer_share", "rounds_per_deal")  # undefined without a deal
 HELD_OUT = heldout.FAMILIES  # supplier agents outside the model (suppliers/heldout.py)
+# The expert's numbers chosen on a family's tuning seeds (from 100000), printed under its
+# tables: the family is held out for the reported seeds (0-99999) only.
+TUNED_ON = {
+    "field": "policy.MEET, over_cap.NEAR_CAP",
+    **{family: "safe.ONE_PRICE_SHARE" for family in heldout.FAMILIES},
+}
 FAMILIES = ("rule", "mixed", "field", *HELD_OUT)
 FIELD_PRESET = "bilateral"  # the preset the field personas play
 
@@ -314,6 +322,8 @@ def report(
             "lost where some buyer of this run closed a deal on the seed: "
             + ", ".join(f"{n} {cl['mean']:.3f} (n {cl['n']})" for n, cl in lost)
         )
+    if family in TUNED_ON and "expert" in cells:
+        print(f"expert: {TUNED_ON[family]} chosen on this family's seeds from 100000")
     out["summary"] = summary_row(key, cells)
     print(
         f"expert/oracle {key}: "

@@ -22,6 +22,12 @@ from, which a seller stopped at its walk line never does), the buyer takes the c
 when the walk's expected cost is at least the saving it expects from holding out;
 otherwise it meets the seller halfway, a schedule that closes the gap to a stalled ask
 within a few offers, before a seller that sat at its ask could plausibly walk.
+
+The walk risk cannot be told from the thread alone: a random walk that pauses (the
+held-out erratic family) shows the same stall, and taking it gives up its later drops;
+holding out on every stall instead loses every seller that does walk.
+bench/pause_frontier.py measures both sides (ONE_PRICE_SHARE swept, and an expert that
+never takes a stall at once).
 """
 
 from __future__ import annotations
