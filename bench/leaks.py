@@ -53,6 +53,7 @@ def main() -> None:
     wall = time.perf_counter() - started
     print(f"episodes:               {total.episodes}")
     print(f"supplier LLM decisions: {total.llm_decisions} ({total.llm_fallbacks} fell back)")
+    print(f"decisions price-held:   {total.price_repairs} (the guard repaired kind or price)")
     print(f"messages replaced:      {total.refused_messages}")
     print(f"guard repairs:          {total.guard_interventions}")
     for reason, n in total.repairs.most_common():

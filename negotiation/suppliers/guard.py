@@ -16,6 +16,11 @@ always use the stored agreed/standing price, never a price named by the buyer):
      while accepting, or any message of a decision a price rule repaired (it was written
      for another kind or price) unless the proposer wrote it for the very decision the
      guard holds (ProposedDecision.written_for);
+   - names a price as the wrong side's (MISSTATED), while countering: the buyer's
+     offer as the seller's own ("we can offer you {offer}", the nearest speaker before it
+     in its clause "we"/"I"/"our", not negated), the counter price as the buyer's ("your
+     offer of {price}"), or any figure called "too high" or the counter "too low" (a
+     seller finds only the buyer's price too low), or either price as a percentage;
    figures count in digits ("812.40", "1.2k") or in words ("eight hundred twelve", "eight
    one two"): a language-model supplier spells numbers out as readily as it writes them;
 3. counters are monotone toward the buyer within a thread (never above the last counter);
@@ -48,6 +53,7 @@ RESTATED = "restated instructions"
 PERSONA_WORDS = "persona words"
 LOW_FIGURE = "figure at or below floor"
 CONTRADICTS = "contradicts the decision"
+MISSTATED = "misstates a price"
 # Reasons whose row would give the floor away (the repaired price sits on its band):
 # anyone who reads a stored episode, a buyer's seat included, sees this label instead.
 FLOOR_REASONS = frozenset({ACCEPT_BELOW_FLOOR, COUNTER_BELOW_FLOOR})
@@ -211,15 +217,82 @@ def words_value(text: str) -> float | None:
     return value
 
 
-def _figures(message: str) -> list[float]:
-    """Every number ``message`` names, in digits or in words. A lone "one" is the
-    pronoun ("this one"), not a figure."""
-    out = [x for m in _NUM.finditer(message) if (x := _digits_value(m.group(0))) is not None]
+def _figure_spans(message: str) -> list[tuple[float, int, int]]:
+    """Every number ``message`` names, in digits or in words, with its span. A lone "one"
+    is the pronoun ("this one"), not a figure."""
+    out = [
+        (x, m.start(), m.end())
+        for m in _NUM.finditer(message)
+        if (x := _digits_value(m.group(0))) is not None
+    ]
     if has_number_word(message):
         for m in _WORDS.finditer(message):
             if m.group(0).lower() != "one" and (x := words_value(m.group(0))) is not None:
-                out.append(x)
+                out.append((x, m.start(), m.end()))
     return out
+
+
+def _figures(message: str) -> list[float]:
+    return [x for x, _, _ in _figure_spans(message)]
+
+
+# Who a figure belongs to, read from its clause: the nearest speaker word before it.
+_CLAUSE_END = re.compile(r"[.;!?:]\s")
+_THANKS = re.compile(r"\bthank\s+you\b", re.IGNORECASE)
+_SPEAKER = re.compile(r"\b(we|i|our|my|us|me|you|your)\b", re.IGNORECASE)
+_BUYERS = re.compile(r"\b(?:offer|offered|offering|bid|propos\w*)\b", re.IGNORECASE)
+_TOO_HIGH = re.compile(
+    r"^\W*(?:per unit\W*)?(?:is|seems|sounds|looks)?\s*(?:a bit\s+)?too\s+(high|much|low)",
+    re.IGNORECASE,
+)
+
+
+_TO_YOU = re.compile(r"\b(?:offer|give|sell|quote|charge|let|do|for|to|get)\s+$", re.IGNORECASE)
+_PERCENT = re.compile(r"\s*(?:%|per\s*cent|percent)", re.IGNORECASE)
+
+
+def _owner(message: str, start: int) -> str | None:
+    """ "seller" when the nearest speaker word before ``start`` in its clause is the
+    seller's own and no negation stands between them ("we can do 12.00", not "we cannot go
+    to 12.00"); "buyer" for "your offer of 12.00"; None when the clause does not say."""
+    before = message[:start]
+    cut = max((m.end() for m in _CLAUSE_END.finditer(before)), default=0)
+    clause = _THANKS.sub(" ", before[cut:])
+    # "you" as an object ("we can offer you 12.00") does not speak
+    speakers = [
+        m
+        for m in _SPEAKER.finditer(clause)
+        if m.group(1).lower() != "you" or not _TO_YOU.search(clause[: m.start()])
+    ]
+    if not speakers:
+        return None
+    last = speakers[-1]
+    between = clause[last.end() :]
+    if last.group(1).lower() in ("you", "your"):
+        return "buyer" if _BUYERS.search(between) else None
+    words = _tokens(between)
+    if any(w in _NEGATORS or w.endswith("n't") for w in words):
+        return None
+    return "seller"
+
+
+def misattributes(message: str, price: float, offer: float) -> bool:
+    """While countering at ``price`` against the buyer's ``offer``: whether ``message``
+    names the offer as the seller's price, the counter as the buyer's, calls a figure too
+    high or the counter too low, or writes either as a percentage."""
+    for x, start, end in _figure_spans(message):
+        is_price, is_offer = abs(x - price) <= _SAME, abs(x - offer) <= _SAME
+        if not (is_price or is_offer):
+            continue
+        if _PERCENT.match(message[end:]):
+            return True
+        judged = _TOO_HIGH.match(message[end:])
+        if judged and (judged.group(1).lower() != "low" or is_price):
+            return True
+        owner = _owner(message, start)
+        if (is_offer and not is_price and owner == "seller") or (is_price and owner == "buyer"):
+            return True
+    return False
 
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -262,7 +335,7 @@ def screen(
 ) -> tuple[str, ...]:
     """Why ``message`` may not reach the buyer with this decision (empty: it may).
     ``public``: the other figures it may name, next to the decision ``price`` (the buyer's
-    offer, the standing counter); a walk-away names none."""
+    offer first, then the standing counter); a walk-away names none."""
     if not message:
         return ()
     reasons = []
@@ -291,6 +364,13 @@ def screen(
     other = other or (names_public and not names_price)
     if other or (no if kind == "accept" else yes):
         reasons.append(CONTRADICTS)
+    if (
+        kind == "counter"
+        and price is not None
+        and public
+        and misattributes(message, price, public[0])
+    ):
+        reasons.append(MISSTATED)
     return tuple(reasons)
 
 

@@ -1,9 +1,11 @@
 """LLM supplier personas: a language model plays a supplier, inside the hard rules.
 
-The model reads the private persona prompt (its style, floor price, stress, patience as
-data; see prompts.supplier_prompt) and proposes accept / counter / walk_away with a price
-and a message. It only *proposes*: the environment passes the proposal, with the brief
-the model was given, through the same HardRuleGuard as every rule persona, which repairs
+The model reads the private persona prompt (its style, planned ask, stress, patience as
+data, never its floor; see prompts.supplier_prompt) and proposes accept / counter /
+walk_away with a price and a message; its reply's schema lists only the decisions the
+hard rules allow for the offer (prompts.decision_schema: no accept under the floor). It
+only *proposes*: the environment passes the proposal, with the brief the model was given,
+through the same HardRuleGuard as every rule persona, which repairs
 an accept below the floor, a counter under the floor or above the last counter, and
 replaces a message that restates the brief, names a figure at or below the floor or
 contradicts the decision, recording each repair with its reason. When the guard would
@@ -39,7 +41,7 @@ from .guard import (
     public_figures,
     screen,
 )
-from .prompts import message_prompt, supplier_prompt
+from .prompts import decision_schema, message_prompt, supplier_prompt
 from .rule import RULE_POLICY, SupplierContext, SupplierPolicy
 
 FALLBACK_ACTOR = f"fallback:{RULE_POLICY.name}"
@@ -79,13 +81,15 @@ class LLMSupplierPolicy(SupplierPolicy):
         self.message_tokens = message_tokens
 
     def respond(self, ctx: SupplierContext) -> ProposedDecision:
-        prompt = supplier_prompt(ctx)
+        seed = _request_seed(ctx)
+        prompt = supplier_prompt(ctx, variant=seed)
+        text_max = text_max_for(self.max_tokens, 1)
         request = ChatRequest(
             prompt.messages,
-            seed=_request_seed(ctx),
+            seed=seed,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
-            json_schema=reply_json_schema(SupplierReply, text_max_for(self.max_tokens, 1)),
+            json_schema=decision_schema(prompt.kinds, prompt.prices, text_max),
         )
         result = generate_one(self.backend, request)
         if not result.ok:
@@ -123,7 +127,7 @@ class LLMSupplierPolicy(SupplierPolicy):
         )
         if not repairs and not refused:
             return proposal
-        prompt = message_prompt(ctx, kind, price)
+        prompt = message_prompt(ctx, kind, price, variant=_request_seed(ctx) + 1)
         request = ChatRequest(
             prompt.messages,
             seed=_request_seed(ctx) + 1,

@@ -1,11 +1,19 @@
 """What a supplier model is told in private, for one buyer offer.
 
-The persona prompt carries the supplier's hidden state (style, floor price, opening price,
-planned ask, stress, patience) as data under "Private facts", and asks for a short
-message in the seller's own voice, with one example of a good reply. It is handed to
-the supplier's backend and nowhere else: it never enters an Observation, a step's info,
-or a step record. Its private part (all but the example) goes to the guard with the
-proposal, which refuses a message that restates it (guard.py).
+The persona prompt carries the supplier's style, its planned ask, stress and patience (in
+words, not a count) under "Private facts", and never its floor: a small model recites
+the figures it is given. Instead the hard rules are applied before the model speaks:
+which decisions the offer allows is worked out here (``allowed_kinds``: an accept only
+at or above the reservation) and stated in plain words ("too low to accept"), and the
+supplier's backend is held to them by the reply's schema (``decision_schema``: the
+decision's enum lists only those kinds), so a model cannot accept under its floor. It
+counters at its planned ask, which never falls under the guard's band. One worked reply,
+of the decision the rule persona would make, is drawn by the request's seed from a few
+phrasings (``EXAMPLES``) so that copied words differ between episodes.
+
+The prompt is handed to the supplier's backend and nowhere else: it never enters an
+Observation, a step's info, or a step record. Its private part (all but the example)
+goes to the guard with the proposal, which refuses a message that restates it (guard.py).
 
 The message prompt (message_prompt) asks for the words only, for a decision already
 made: the one the guard holds when it would refuse the model's own message. It carries
@@ -16,84 +24,187 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from ..llm.backend import ChatMessage
-from .brief import FLOOR, OPENING, PATIENCE, PLANNED_ASK, PRIVATE_HEADER, STRESS, style_sentence
+from .brief import PATIENCE, PLANNED_ASK, PRIVATE_HEADER, STRESS, style_sentence
 from .concession import next_ask
-from .guard import fmt_price
+from .guard import band_floor, fmt_price
 from .rule import SupplierContext
 
 HISTORY_ROUNDS = 3  # the last rounds of its thread a supplier model sees
+KINDS = ("accept", "counter", "walk_away")
 REPLY_FORMAT = (
-    'Reply with ONE JSON object: {"decision": "accept" | "counter" | "walk_away", '
-    '"price": unit price, "message": what you say to the buyer}.'
+    'Reply with ONE JSON object: {"decision": one of the decisions allowed, '
+    '"message": what you say to the buyer, "price": unit price}.'
 )
+# Worked replies, one list per decision kind, "{price}" the decision's price: varied so
+# that a model which copies its example does not say the same words in every episode.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "accept": (
+        "Thank you, we have a deal at {price} per unit. We will confirm the order today.",
+        "Agreed: {price} per unit. Pleasure doing business with you.",
+        "That works for us. We accept {price} per unit and will ship on schedule.",
+        "Good news: we accept {price} per unit. The paperwork follows today.",
+    ),
+    "counter": (
+        "Thank you for the offer. We can do {price} per unit, a fair price for this quality.",
+        "I appreciate it, but {price} per unit is the best I can do today.",
+        "We are getting closer. Our price is {price} per unit, with delivery on time.",
+        "That is too low for us. I can offer {price} per unit.",
+    ),
+    "walk_away": (
+        "I am sorry, we cannot work at that price. Thank you for your time.",
+        "We are too far apart, so we will step back from this one. Good luck.",
+        "That offer does not work for us, and we will end the talks here.",
+        "I'm afraid we must decline and close this negotiation. Thank you.",
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class SupplierPrompt:
     messages: tuple[ChatMessage, ...]
     private: str  # the brief the message must not restate (the system text less its example)
+    kinds: tuple[str, ...] = KINDS  # the decisions the hard rules allow (decision_schema)
+    prices: tuple[float, ...] = ()  # the counter prices it may name (decision_schema)
 
 
-def _planned_ask(ctx: SupplierContext) -> float:
-    return next_ask(ctx.thread, ctx.supplier, ctx.offer, ctx.round, ctx.week).price
+def example_message(kind: str, price: float | None, variant: int) -> str:
+    """One worked message of ``kind`` at ``price``, the ``variant``-th phrasing."""
+    pool = EXAMPLES.get(kind, EXAMPLES["walk_away"])
+    return pool[variant % len(pool)].replace("{price}", fmt_price(price or 0.0))
+
+
+def allowed_kinds(ctx: SupplierContext) -> tuple[str, ...]:
+    """The decisions hard rule 1 allows for this offer: an accept only at or above the
+    reservation (a counter at the planned ask, or a walk-away, always)."""
+    if ctx.offer >= ctx.thread.reservation:
+        return KINDS
+    return ("counter", "walk_away")
+
+
+def counter_prices(ctx: SupplierContext) -> tuple[float, ...]:
+    """The counters the prompt offers: the planned ask (``counter_price``) and, above it,
+    the last counter (holding the price); none at or under the buyer's offer, which would
+    be an accept."""
+    ask, last = counter_price(ctx), ctx.thread.last_counter
+    prices = (ask,) if last is None or last <= ask + 0.005 else (round(last, 2), ask)
+    return tuple(p for p in prices if p > ctx.offer)
+
+
+def decision_schema(
+    kinds: tuple[str, ...], prices: tuple[float, ...], text_max: int
+) -> dict[str, Any]:
+    """The reply's JSON schema for one offer: one closed object per allowed decision, a
+    counter's price one of ``prices``, an accept's none (it is the buyer's offer), a
+    walk-away's none. A backend that decodes under it cannot break a price rule."""
+    message = {"type": "string", "maxLength": text_max}
+    branches = []
+    for kind in kinds:
+        if kind == "counter" and not prices:
+            continue
+        props: dict[str, Any] = {"decision": {"const": kind}, "message": message}
+        if kind == "counter":
+            # after the message: a grammar writes an enum's number at full precision
+            # (17.829999999999998), which a model would copy into the words that follow
+            props["price"] = {"enum": list(prices)}
+        branches.append(
+            {
+                "type": "object",
+                "properties": props,
+                "required": list(props),
+                "additionalProperties": False,
+            }
+        )
+    return {"anyOf": branches}
+
+
+def counter_price(ctx: SupplierContext) -> float:
+    """The planned ask, to the cent, within the hard rules: never under the guard's band,
+    never above the last counter."""
+    th = ctx.thread
+    ask = next_ask(th, ctx.supplier, ctx.offer, ctx.round, ctx.week).price
+    ask = max(round(ask, 2), band_floor(th.reservation))
+    return ask if th.last_counter is None else min(ask, th.last_counter)
 
 
 def _stress(level: float) -> str:
     return "high" if level >= 0.6 else "moderate" if level >= 0.3 else "low"
 
 
-def supplier_prompt(ctx: SupplierContext) -> SupplierPrompt:
-    """The private persona prompt of an LLM supplier for one buyer offer."""
+def _patience(offers: int, patience: int) -> str:
+    if offers > patience:
+        return "run out; walk away unless the offer meets your planned ask"
+    if offers * 2 > patience:
+        return "wearing thin"
+    return "still plenty"
+
+
+def _suggested(ctx: SupplierContext, ask: float, kinds: tuple[str, ...]) -> str:
+    """The rule persona's decision, the worked example's kind."""
+    if ctx.offer >= ask and "accept" in kinds:
+        return "accept"
+    if ctx.round > ctx.thread.patience:
+        return "walk_away"
+    return "counter"
+
+
+def supplier_prompt(ctx: SupplierContext, variant: int = 0) -> SupplierPrompt:
+    """The private persona prompt of an LLM supplier for one buyer offer; ``variant``
+    picks the worked example's phrasing."""
     th, sh = ctx.thread, ctx.supplier
     item = ctx.requirement.name if ctx.requirement is not None else "the item"
-    ask = fmt_price(_planned_ask(ctx))
+    ask_value = counter_price(ctx)
+    ask = fmt_price(ask_value)
+    prices = counter_prices(ctx)
+    kinds = tuple(k for k in allowed_kinds(ctx) if k != "counter" or prices)
+    counter = f"a counter names it, or holds at your last counter {fmt_price(prices[0])}"
     facts = [
         f"- style: {style_sentence(ctx.persona)}",
-        f"- {FLOOR}: {fmt_price(th.reservation)} per unit; never accept or counter below it",
-        f"- {OPENING}: {fmt_price(th.anchor)}; {PLANNED_ASK} now: {ask}",
-        f"- {STRESS}: {_stress(sh.stress)}; {PATIENCE}: about {th.patience} offers, "
-        f"this is offer {ctx.round}",
+        f"- {PLANNED_ASK} now: {ask}; " + (counter if len(prices) > 1 else "a counter names it"),
+        f"- {STRESS}: {_stress(sh.stress)}; {PATIENCE}: {_patience(ctx.round, th.patience)}",
     ]
-    if th.last_counter is not None:
-        facts.append(f"- never counter above your last counter, {fmt_price(th.last_counter)}")
+    offer = fmt_price(ctx.offer)
+    if "accept" not in kinds:
+        verdict = f"{offer} is too low to accept."
+    elif ctx.offer >= ask_value:
+        verdict = f"{offer} meets your {PLANNED_ASK}."
+    else:
+        verdict = f"{offer} is under your {PLANNED_ASK} but may be accepted."
+    verdict += " Allowed decisions: " + ", ".join(kinds) + "."
     private = (
         f"You are a sales representative of a supplier, selling {item} to a corporate buyer.\n"
         f"{PRIVATE_HEADER}:\n" + "\n".join(facts) + "\n"
+        f"This offer: {verdict}\n"
         "Write to the buyer in the first person, as the seller, in one or two short "
-        "sentences, without the private facts.\n" + REPLY_FORMAT
+        "sentences, without the private facts. Name no price but your decision's.\n" + REPLY_FORMAT
     )
-    example = (
-        f'Example: {{"decision": "counter", "price": {ask.replace(",", "")}, "message": '
-        f'"Thank you for your offer. We can do {ask} per unit, a fair price for this '
-        'quality."}'
-    )
+    kind = _suggested(ctx, ask_value, kinds)
+    price = {"accept": ctx.offer, "counter": ask_value}.get(kind)
+    shown: dict[str, object] = {"decision": kind, "message": example_message(kind, price, variant)}
+    if kind == "counter":
+        shown["price"] = round(ask_value, 2)
+    example = f"Example: {json.dumps(shown)}"
     history = []
     rounds = ctx.public_thread.rounds[-HISTORY_ROUNDS:] if ctx.public_thread else []
     for rd in rounds:
-        offer = "-" if rd.buyer_offer is None else fmt_price(rd.buyer_offer)
-        price = "" if rd.supplier_price is None else f" {fmt_price(rd.supplier_price)}"
-        history.append(f"- buyer offered {offer}; you answered {rd.response}{price}")
+        offered = "-" if rd.buyer_offer is None else fmt_price(rd.buyer_offer)
+        answered = "" if rd.supplier_price is None else f" {fmt_price(rd.supplier_price)}"
+        history.append(f"- buyer offered {offered}; you answered {rd.response}{answered}")
     said = f' The buyer says: "{ctx.buyer_message[:500]}"' if ctx.buyer_message else ""
-    user = (
-        "Earlier rounds:\n" + "\n".join(history) + "\n" if history else ""
-    ) + f"The buyer offers {fmt_price(ctx.offer)} per unit.{said}\nYour reply (JSON):"
+    user = ("Earlier rounds:\n" + "\n".join(history) + "\n" if history else "") + (
+        f"The buyer offers {offer} per unit.{said}\nYour reply (JSON):"
+    )
     system = ChatMessage("system", f"{private}\n{example}")
-    return SupplierPrompt((system, ChatMessage("user", user)), private)
+    return SupplierPrompt((system, ChatMessage("user", user)), private, kinds, prices)
 
 
 MESSAGE_FORMAT = 'Reply with ONE JSON object: {"message": what you say to the buyer}.'
-# One worked turn per decision kind, of another sale: the buyer's words, the decision,
-# and a seller's reply. Its figures are the real ones scaled by EXAMPLE_SCALE, so a reply
-# that copies them names a price-like figure that is not the decision's (the guard
-# refuses it) rather than one of another magnitude.
+# The message prompt's worked turn is of another sale: its figures are the real ones
+# scaled by EXAMPLE_SCALE, so a reply that copies them names a price-like figure that is
+# not the decision's (the guard refuses it) rather than one of another magnitude.
 EXAMPLE_SCALE = 0.9
-_EXAMPLES = {
-    "accept": "Thank you, we have a deal at {price} per unit. We will confirm the order today.",
-    "counter": "Thanks for the offer. The best we can do is {price} per unit, with fast delivery.",
-    "walk_away": "I am sorry, we cannot work at that price. Thank you for your time.",
-}
 
 
 def decision_line(kind: str, price: float | None) -> str:
@@ -110,12 +221,14 @@ def _buyer_turn(offer: float, said: str, kind: str, price: float | None) -> str:
     return f'Buyer: "{words}"\n{decision_line(kind, price)}'
 
 
-def message_prompt(ctx: SupplierContext, kind: str, price: float | None) -> SupplierPrompt:
+def message_prompt(
+    ctx: SupplierContext, kind: str, price: float | None, variant: int = 0
+) -> SupplierPrompt:
     """The prompt of a message-only call: the decision already made (one the guard holds)
-    and the buyer's words, after one worked turn of another sale; no private figure, only
-    the seller's style. Its system text is the brief a message must not restate (the
-    decision line holds only public figures, and a message naming its price may share
-    its words)."""
+    and the buyer's words, after one worked turn of another sale (its phrasing the
+    ``variant``-th of EXAMPLES); no private figure, only the seller's style. Its system
+    text is the brief a message must not restate (the decision line holds only public
+    figures, and a message naming its price may share its words)."""
     item = ctx.requirement.name if ctx.requirement is not None else "the item"
     system = (
         f"You are a sales representative of a supplier, selling {item} to a corporate buyer. "
@@ -127,8 +240,7 @@ def message_prompt(ctx: SupplierContext, kind: str, price: float | None) -> Supp
     ex_price = None if price is None else round(price * EXAMPLE_SCALE, 2)
     if kind == "accept":
         ex_price = ex_offer
-    example = _EXAMPLES.get(kind, _EXAMPLES["walk_away"])
-    example = example.replace("{price}", fmt_price(ex_price or 0.0))
+    example = example_message(kind, ex_price, variant)
     turn = _buyer_turn(ctx.offer, ctx.buyer_message, kind, price)
     messages = (
         ChatMessage("system", system),

@@ -136,8 +136,10 @@ def test_the_supplier_prompt_holds_the_hidden_state_and_the_buyer_never_sees_it(
     buyer_prompts = [r for r in backend.requests if not is_supplier(r)]
     assert supplier_prompts and buyer_prompts
     first = supplier_prompts[0].messages[0].content
-    assert f"floor price: {reservation} per unit" in first
-    assert "bluff" in first and f"patience: about {sup_hidden.patience} offers" in first
+    # its style, stress and patience (in words), never its floor
+    assert "bluff" in first and "financial stress:" in first and "patience:" in first
+    assert reservation not in first and "floor price" not in first
+    assert f"about {sup_hidden.patience} offers" not in first
     visible = json.dumps([s.to_dict() for s in result.steps]) + "".join(
         m.content for r in buyer_prompts for m in r.messages
     )

@@ -28,7 +28,19 @@ from negotiation.llm.backend import LLMBackend
 from negotiation.llm.batching import BatchingBackend
 from negotiation.runner import record_step
 from negotiation.suppliers.brief import style_sentence
-from negotiation.suppliers.guard import CONTRADICTS, LOW_FIGURE, PERSONA_WORDS, RESTATED
+from negotiation.suppliers.guard import (
+    ACCEPT_BELOW_FLOOR,
+    ACCEPT_OFF_OFFER,
+    CONTRADICTS,
+    COUNTER_BELOW_FLOOR,
+    COUNTER_RAISED,
+    LOW_FIGURE,
+    MISSTATED,
+    NO_PRICE,
+    PERSONA_WORDS,
+    RESTATED,
+    UNKNOWN_KIND,
+)
 
 # Words of a brief that a seller's own pitch never needs (lower case).
 SECRET_WORDS = (
@@ -47,7 +59,11 @@ SECRET_WORDS = (
     *PERSONAS,
 )
 # The guard's reasons for refusing a message (counted, never used to find a leak).
-MESSAGE_REASONS = frozenset((RESTATED, PERSONA_WORDS, LOW_FIGURE, CONTRADICTS))
+MESSAGE_REASONS = frozenset((RESTATED, PERSONA_WORDS, LOW_FIGURE, CONTRADICTS, MISSTATED))
+# The price rules' reasons (a decision the guard held to other terms).
+PRICE_REASONS = frozenset(
+    (UNKNOWN_KIND, ACCEPT_OFF_OFFER, ACCEPT_BELOW_FLOOR, NO_PRICE, COUNTER_BELOW_FLOOR)
+) | {COUNTER_RAISED}
 STYLE_RUN = 5  # words in a row of a style sentence that give it away
 SAME = 0.006  # two prices within this are the same figure written to the cent
 _DIGITS = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -93,6 +109,7 @@ class Check:
     llm_fallbacks: int = 0
     messages: int = 0  # supplier messages checked for figures
     refused_messages: int = 0  # LLM messages the guard replaced
+    price_repairs: int = 0  # LLM decisions whose price or kind the guard repaired
     repairs: Counter = field(default_factory=Counter)  # reason -> count
     guard_interventions: int = 0
     leaks: list[str] = field(default_factory=list)
@@ -100,7 +117,7 @@ class Check:
 
     def add(self, other: Check) -> None:
         counts = ("episodes", "steps", "llm_decisions", "llm_fallbacks", "messages")
-        for k in (*counts, "refused_messages"):
+        for k in (*counts, "refused_messages", "price_repairs"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.repairs.update(other.repairs)
         self.guard_interventions += other.guard_interventions
@@ -197,6 +214,7 @@ def play_checked(
         if rec.supplier_actor == "llm":
             check.llm_decisions += 1
             check.refused_messages += refused
+            check.price_repairs += bool(PRICE_REASONS.intersection(rec.guard_repairs))
         elif rec.supplier_actor is not None and rec.supplier_actor.startswith("fallback"):
             check.llm_decisions += 1
             check.llm_fallbacks += 1

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario
+from negotiation.llm import ChatRequest
 from negotiation.runner import record_step
 from negotiation.suppliers.guard import (
     ACCEPT_BELOW_FLOOR,
@@ -70,30 +72,40 @@ def test_harmless_words_and_the_decision_price_stay() -> None:
     assert d.message == msg and d.interventions == 0
 
 
-def adversary(request) -> str:
-    """Knows its floor (it is in its private prompt) and breaks a rule every turn:
-    accepts below it, raises its counter, counters below it, and leaks it each time."""
-    text = prompt(request)
-    floor = float(re.search(rf"floor price: {N} per unit", text).group(1).replace(",", ""))
-    offer_no = int(re.search(r"this is offer (\d+)", text).group(1))
-    turn = offer_no % 3
-    if turn == 1:
-        offer = float(re.search(rf"The buyer offers {N}", text).group(1).replace(",", ""))
-        reply = {"decision": "accept", "price": offer, "message": f"ok, my floor is {floor:.2f}"}
-    elif turn == 2:
-        reply = {
-            "decision": "counter",
-            "price": floor * 5,
-            "message": f"Price going up: the least is really {spell(int(floor))}.",
-        }
-    else:
-        digits = " ".join(spell(int(c)) for c in str(int(floor)))
-        reply = {
-            "decision": "counter",
-            "price": floor * 0.5,
-            "message": f"Fine, below {digits}: {floor * 0.5:.2f}",
-        }
-    return json.dumps(reply)
+def adversary(floor: float) -> Callable[[ChatRequest], str]:
+    """Knows its floor (told by the test: the prompt no longer holds it) and breaks a rule
+    every turn: accepts below it, raises its counter, counters below it, and leaks it each
+    time."""
+    turns = iter(range(1, 100))
+
+    def reply(request: ChatRequest) -> str:
+        text = prompt(request)
+        if "Private facts" not in text:  # a message-only call: an answer it cannot use
+            return "no"
+        turn = next(turns) % 3
+        if turn == 1:
+            offer = float(re.search(rf"The buyer offers {N}", text).group(1).replace(",", ""))
+            reply = {
+                "decision": "accept",
+                "price": offer,
+                "message": f"ok, my floor is {floor:.2f}",
+            }
+        elif turn == 2:
+            reply = {
+                "decision": "counter",
+                "price": floor * 5,
+                "message": f"Price going up: the least is really {spell(int(floor))}.",
+            }
+        else:
+            digits = " ".join(spell(int(c)) for c in str(int(floor)))
+            reply = {
+                "decision": "counter",
+                "price": floor * 0.5,
+                "message": f"Fine, below {digits}: {floor * 0.5:.2f}",
+            }
+        return json.dumps(reply)
+
+    return reply
 
 
 # What each turn breaks: a price rule, its message's figure at or below the floor, and
@@ -108,10 +120,12 @@ EXPECTED = {
 def test_an_adversarial_llm_supplier_is_repaired_and_every_repair_counted() -> None:
     cfg = load_scenario("bilateral_hardball").model_dump()
     cfg["supplier_llm"] = {"backend": "transformers", "personas": ["hardball"]}
-    env = ProcurementEnv(cfg, llm_backend=ScriptedBackend(adversary))
+    env = ProcurementEnv(cfg)
     env.reset(seed=4)
     sup, req = env.world.suppliers[0], env.world.requirements[0]
     res_floor = env.world.reservation_now(sup.id, req)[1]
+    env = ProcurementEnv(cfg, llm_backend=ScriptedBackend(adversary(res_floor)))
+    env.reset(seed=4)
     offer = round(res_floor * 0.9, 2)  # below the floor: accepting it breaks rule 1
     last, total = None, 0
     for turn in range(1, 7):

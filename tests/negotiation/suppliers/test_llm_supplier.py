@@ -59,11 +59,11 @@ def test_the_models_decision_is_the_suppliers_answer() -> None:
     assert res.info["response"]["price"] == round(reply["price"], 2)
     assert res.info["response"]["message"] == f"We can do {reply['price']:,.2f}."
     request = backend.requests[-1]
-    assert request.json_schema["properties"]["decision"]["enum"] == [
-        "accept",
-        "counter",
-        "walk_away",
-    ]
+    # an offer above the reservation: every decision allowed, the counter at the ask
+    branches = request.json_schema["anyOf"]
+    kinds = [b["properties"]["decision"]["const"] for b in branches]
+    assert kinds == ["accept", "counter", "walk_away"]
+    assert branches[1]["properties"]["price"]["enum"] == [round(reply["price"], 2)]
     assert request.temperature == 0.0
 
 

@@ -17,6 +17,7 @@ from negotiation.suppliers.guard import (
     ACCEPT_BELOW_FLOOR,
     CONTRADICTS,
     LOW_FIGURE,
+    MISSTATED,
     NEUTRAL,
     PERSONA_WORDS,
     RESTATED,
@@ -38,7 +39,7 @@ def accepting_model(
 
     def reply(request: ChatRequest) -> str:
         text = prompt(request)
-        if "floor price" in text:  # the decision call: the private brief
+        if "Private facts" in text:  # the decision call: the private brief
             offer = _num(re.search(rf"The buyer offers {N} per unit", text).group(1))
             return json.dumps(
                 {"decision": "accept", "price": offer, "message": f"Deal at {offer:,.2f}."}
@@ -116,3 +117,50 @@ def test_an_unusable_second_reply_keeps_the_first_message_refused() -> None:
     assert backend.stats.requests == 2
     assert r["message"] == NEUTRAL["counter"].format(price=f"{r['price']:,.2f}")
     assert record.guard_repairs == (ACCEPT_BELOW_FLOOR, CONTRADICTS)
+
+
+def _misstating_model(second: str) -> Callable[[ChatRequest], str]:
+    """Counters at its planned ask (a legal decision) naming the buyer's offer as its own
+    price; asked for a message only, answers ``second`` ({offer} and {price} filled in)."""
+
+    def reply(request: ChatRequest) -> str:
+        text = prompt(request)
+        if "Private facts" in text:
+            offer = re.search(rf"The buyer offers {N} per unit", text).group(1)
+            ask = _num(re.search(rf"planned ask now: {N}", text).group(1))
+            message = f"Thanks. We can offer you {offer} per unit."
+            return json.dumps({"decision": "counter", "price": ask, "message": message})
+        price = re.search(rf"Your decision: ask {N} per unit", request.messages[-1].content)
+        offer = re.search(rf'Buyer: "We offer {N} per unit', request.messages[-1].content)
+        return json.dumps({"message": second.format(price=price.group(1), offer=offer.group(1))})
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("second", "repairs"),
+    [
+        ("Thanks for your offer of {offer}. Our price is {price} per unit.", ()),
+        ("Thanks for your offer of {price}. We can offer you {offer}.", (MISSTATED,)),
+    ],
+)
+def test_a_message_that_names_the_buyers_offer_as_the_sellers_price_is_reworded(
+    second: str, repairs: tuple[str, ...]
+) -> None:
+    cfg = load_scenario("bilateral_cooperative").model_dump()
+    cfg["supplier_llm"] = {"backend": "transformers", "personas": ["cooperative"]}
+    backend = ScriptedBackend(_misstating_model(second))
+    env = ProcurementEnv(cfg, llm_backend=backend)
+    env.reset(seed=2)
+    sup, req = env.world.suppliers[0], env.world.requirements[0]
+    offer = round(req.reference_price * 0.6, 2)
+    action = {"action_type": "negotiate", "supplier_id": sup.id, "requirement_id": req.id}
+    res, record = record_step(env, {**action, "price": offer})
+    r = res.info["response"]
+    assert r["response"] == "counter" and r["price"] > offer
+    assert backend.stats.requests == 2  # the first message was refused: a second call
+    assert record.guard_repairs == repairs
+    if repairs:
+        assert r["message"] == NEUTRAL["counter"].format(price=f"{r['price']:,.2f}")
+    else:
+        assert r["message"] == second.format(offer=f"{offer:,.2f}", price=f"{r['price']:,.2f}")

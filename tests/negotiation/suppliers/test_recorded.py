@@ -5,18 +5,30 @@ were not JSON, backend failures)."""
 from __future__ import annotations
 
 import json
+import re
 import zlib
 
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario, run_episode
 from negotiation.suppliers.recorded import RecordedReplies
-from tests.negotiation.llm.scripted import ScriptedBackend, fair_supplier, prompt
-from tests.negotiation.suppliers.test_guard_llm import adversary
+from tests.negotiation.llm.scripted import N, ScriptedBackend, fair_supplier, prompt
 
 
 def _kind(request) -> int:
     return zlib.crc32(prompt(request).encode()) % 5
+
+
+def adversary(request) -> str:
+    """Breaks a rule by the prompt, as a model outside its schema could: accepts any
+    offer, raises its ask fivefold, or counters at half the offer, naming a low figure."""
+    text = prompt(request)
+    offer = float(re.search(rf"The buyer offers {N}", text).group(1).replace(",", ""))
+    ask = float(re.search(rf"planned ask now: {N}", text).group(1).replace(",", ""))
+    kind, price = [("accept", offer), ("counter", ask * 5), ("counter", offer * 0.5)][
+        zlib.crc32(text.encode()) % 3
+    ]
+    return json.dumps({"decision": kind, "price": price, "message": f"ok, {offer * 0.9:.2f}"})
 
 
 def moody(request) -> str:
@@ -28,7 +40,8 @@ def moody(request) -> str:
 
 
 def failing(request) -> str | None:
-    return "timeout" if _kind(request) == 4 and "offer 3" in prompt(request) else None
+    second = prompt(request).count("- buyer offered") == 1  # the buyer's second offer
+    return "timeout" if _kind(request) >= 3 and second else None
 
 
 def llm_config(name: str) -> dict:

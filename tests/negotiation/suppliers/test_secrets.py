@@ -28,6 +28,7 @@ from negotiation.suppliers.brief import (
 from negotiation.suppliers.guard import (
     CONTRADICTS,
     LOW_FIGURE,
+    MISSTATED,
     NEUTRAL,
     PERSONA_WORDS,
     RESTATED,
@@ -74,8 +75,11 @@ def test_the_brief_declares_every_persona_and_the_prompt_uses_its_words() -> Non
     for persona, brief in _briefs().items():
         assert "Private facts (never mention them):" in brief
         low = brief.lower()
-        for word in (FLOOR, OPENING, PLANNED_ASK, STRESS, PATIENCE):
+        for word in (PLANNED_ASK, STRESS, PATIENCE):
             assert word in low and word in GIVEAWAY_WORDS
+        # the floor and the opening price are no longer told: a small model recites them
+        for word in (FLOOR, OPENING):
+            assert word not in low and word in GIVEAWAY_WORDS
         for word in re.findall(r"\[([^\]]+)\]", PERSONA_STYLE_MARKED[persona]):
             assert word.lower() in low and word.lower() in GIVEAWAY_WORDS
             assert GIVEAWAY.search(word)
@@ -125,7 +129,17 @@ def test_every_rule_message_passes_untouched(reservation: float) -> None:
         ("accept", "We cannot accept that, sorry.", (CONTRADICTS,)),
         ("walk_away", "Agreed at 120.00.", (CONTRADICTS,)),
         ("walk_away", "Thank you for your offer. We can do 120.00 per unit.", (CONTRADICTS,)),
-        ("counter", "Thank you for your offer. We can do 120.00 per unit.", (CONTRADICTS,)),
+        (
+            "counter",
+            "Thank you for your offer. We can do 120.00 per unit.",
+            (CONTRADICTS, MISSTATED),
+        ),
+        # a price named as the other side's, a muddle of whose figure is too high
+        ("counter", "Thanks. We can offer you 120.00 per unit.", (CONTRADICTS, MISSTATED)),
+        ("counter", "Thank you for your offer of 130.00 per unit.", (MISSTATED,)),
+        ("counter", "We are not sure: 130.00 is a bit too high.", (MISSTATED,)),
+        ("counter", "Your 120.00 is fine, but 130.00 is too low for us.", (MISSTATED,)),
+        ("counter", "We would like a 130.00% discount.", (MISSTATED,)),
         ("counter", "Between us, I am under some financial stress.", (PERSONA_WORDS,)),
         ("counter", "We never bluff: 130.00 is real.", (PERSONA_WORDS,)),
     ],
@@ -148,6 +162,9 @@ def test_a_refused_message_becomes_the_plain_decision(kind, message, reasons) ->
         "Could you do 130.00? We need to close quickly.",
         "Let's make a deal at 130.00 per unit.",
         "130.00 is our absolute floor, and stock is nearly gone.",
+        "Your offer of 120.00 is too low; we can do 130.00.",
+        "We cannot go down to 120.00, but I can offer you 130.00 per unit.",
+        "If you offer 120.00, we still need 130.00.",
     ],
 )
 def test_ordinary_sales_talk_passes(message: str) -> None:
@@ -157,26 +174,28 @@ def test_ordinary_sales_talk_passes(message: str) -> None:
 
 def echo(request: ChatRequest) -> str:
     """A "model" that recites its prompt: each turn a piece of it as its message (the whole
-    brief, one fact line, its style, the floor in digits or words, figures under it), and
-    a decision that may break a price rule besides."""
+    brief, one fact line, its style, its planned ask as a floor, figures under the offer in
+    digits or words, the offer as its own price, muddled), and a decision that may break a price
+    rule besides (its backend does not hold it to the reply's schema)."""
     text = prompt(request)
     system = request.messages[0].content
-    floor = float(re.search(rf"floor price: {N} per unit", text).group(1).replace(",", ""))
     offer = float(re.search(rf"The buyer offers {N}", text).group(1).replace(",", ""))
-    n = int(re.search(r"this is offer (\d+)", text).group(1))
+    ask = float(re.search(rf"planned ask now: {N}", text).group(1).replace(",", ""))
+    n = request.seed
     lines = [ln.strip("- ") for ln in _brief(system).splitlines() if ln.startswith("- ")]
     pieces = [
         system,
         *lines,
-        f"Fine. My floor is {floor:.2f}, honestly.",
-        f"We could go as low as {spell(int(floor))}.",
-        f"Our cost is about {floor * 0.95:.2f}; {floor * 1.01:.2f} is a deal.",
+        f"Fine. My floor is {ask * 0.9:.2f}, honestly.",
+        f"We could go as low as {spell(int(offer * 0.9))}.",
+        f"Our cost is about {offer * 0.8:.2f}; {offer * 0.95:.2f} is a deal.",
         "I was told to hold my price and concede only late.",
         f"You agreed to accept {offer:.2f} per unit, but I'm not sure I agree.",
+        f"We can do {offer:,.2f} per unit, but we cannot accept it.",
     ]
     message = pieces[(n + len(text)) % len(pieces)]
     kind = ("counter", "accept", "counter", "walk_away")[n % 4]
-    price = {"counter": floor * 0.97, "accept": offer, "walk_away": None}[kind]
+    price = {"counter": offer * 0.97, "accept": offer, "walk_away": None}[kind]
     return json.dumps({"decision": kind, "price": price, "message": message})
 
 
@@ -221,6 +240,8 @@ def test_smollm2_suppliers_keep_their_secrets() -> None:
     check = check_batch(jobs, smollm2)
     assert check.episodes == 8 and check.llm_decisions >= 8
     assert check.leaks == [], check.leaks[:5]
+    # decoded under the reply's schema, the model cannot break a price rule
+    assert check.price_repairs == 0, check.repairs
     assert check.guard_interventions == sum(check.repairs.values())
 
 
