@@ -4,15 +4,20 @@ xgrammar compiles a schema into a grammar over the model's vocabulary and masks 
 token that cannot continue a valid document, so even a tiny or random model can only
 emit JSON of that schema (a string ``maxLength`` can still let control characters
 through, so callers validate anyway). Compiling costs milliseconds to seconds, so
-compiled grammars are cached per schema; the logits processor keeps per-row matcher
-state and is single-use, so every ``generate`` call gets a new one.
+compiled grammars are cached per schema, the least recently used dropped past
+``GRAMMARS_KEPT`` (an LLM supplier's schema changes with every decision, so an unbounded
+cache would grow for as long as a server runs); the logits processor keeps per-row
+matcher state and is single-use, so every ``generate`` call gets a new one.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from typing import Any
+
+GRAMMARS_KEPT = 256  # compiled grammars per tokenizer
 
 
 def schema_key(schema: dict[str, Any] | None) -> str | None:
@@ -31,8 +36,9 @@ class JsonSchemaConstraint:
         # The model's vocabulary can be larger than the tokenizer's (padded embeddings):
         # the mask must cover every logit.
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
-        self._compiler = xgr.GrammarCompiler(info)
-        self._compiled: dict[str, Any] = {}
+        # One bounded cache, this one: xgrammar's own would keep every schema too.
+        self._compiler = xgr.GrammarCompiler(info, cache_enabled=False)
+        self._compiled: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def compile(self, key: str) -> Any:
@@ -43,6 +49,10 @@ class JsonSchemaConstraint:
                 # Compact JSON: free whitespace lets a weak model pad forever.
                 grammar = self._compiler.compile_json_schema(key, any_whitespace=False)
                 self._compiled[key] = grammar
+                while len(self._compiled) > GRAMMARS_KEPT:
+                    self._compiled.popitem(last=False)
+            else:
+                self._compiled.move_to_end(key)
             return grammar
 
     def logits_processor(self, key: str, batch: int) -> Any:
