@@ -56,6 +56,9 @@ class TransformersOptions(BackendOptions):
     decoder: Literal["lean", "generate"] = "lean"
     # Lean loop, one constrained row: strings the grammar forces are checked in one pass.
     jump_forward: bool = True
+    # Lean loop: finished rows leave the batch (their cache rows and padding dropped);
+    # False keeps feeding them padding until the longest reply ends (the old loop).
+    shrink: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,9 @@ class TransformersBackend(LocalBatchBackend):
         self.split_step_tokens = opts.split_step_tokens
         # A draft is cut back by cropping the cache: plain growing layers only.
         self.decoder = opts.decoder
-        self.jump_forward = opts.jump_forward and self._plain_cache()
+        self.plain = self._plain_cache()
+        self.shrink = opts.shrink and self.plain
+        self.jump_forward = opts.jump_forward and self.plain
         self.drafts = [0, 0]  # jump-forward draft tokens checked, kept (since loading)
         if self.split_step_tokens is None:
             self.split_step_tokens = 6 if self.device.type == "cpu" else 2048
@@ -230,7 +235,7 @@ class TransformersBackend(LocalBatchBackend):
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention_mask.to(self.device),
         }
-        replies = self._decode(
+        replies, caches = self._decode(
             batch=batch,
             key=key,
             input_ids=enc["input_ids"],
@@ -239,7 +244,9 @@ class TransformersBackend(LocalBatchBackend):
             cached=width - new,
         )
         latency = time.perf_counter() - started
-        if past is not None:
+        if caches is not None:
+            self._keep_decoded(batch, ids, replies, caches)
+        elif past is not None:
             self._keep(batch, ids, replies, past, width)
         return {
             i: self._result(requests[i], replies[row].tolist(), lengths[row], cached[row], latency)
@@ -255,12 +262,15 @@ class TransformersBackend(LocalBatchBackend):
         attention_mask: Any,
         past: Any,
         cached: int,
-    ) -> Any:
-        """Reply tokens [rows, longest], padded after each row's end; ``past`` (when given)
-        comes back holding every reply token but each row's last."""
+    ) -> tuple[Any, list[Any] | None]:
+        """Reply tokens [rows, longest], padded after each row's end, and (lean loop,
+        caching on) each row's keys and values; else ``past`` (when given) comes back
+        holding every reply token but each row's last. The lean loop sheds finished rows
+        where the cache is plain (a batch's decode steps cost its live rows only)."""
         import torch
 
         if self.decoder == "lean":
+            caching = past is not None
             grammars = None if key is None else [self.constraint.compile(key)] * len(batch)
             rules = [RowRule(r.max_tokens, r.temperature, r.seed, r.stop) for r in batch]
             decoder = Decoder(
@@ -270,6 +280,8 @@ class TransformersBackend(LocalBatchBackend):
                 grammars,
                 self.end_ids,
                 jump_forward=self.jump_forward,
+                shrink=self.shrink,
+                keep=[caching and r.cache_key is not None for r in batch],
             )
             if past is None:  # caching off: a throwaway cache for this batch
                 past = growing_cache(self.model.config)
@@ -281,7 +293,7 @@ class TransformersBackend(LocalBatchBackend):
             replies = torch.full((len(batch), longest), self.tokenizer.pad_token_id)
             for row, tokens in enumerate(out.tokens):
                 replies[row, : len(tokens)] = torch.tensor(tokens)
-            return replies
+            return replies, (out.caches if caching else None)
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         width = input_ids.shape[1]
@@ -304,7 +316,7 @@ class TransformersBackend(LocalBatchBackend):
                 pad_token_id=self.tokenizer.pad_token_id,
                 past_key_values=past,
             )
-        return out[:, width:].cpu()
+        return out[:, width:].cpu(), None
 
     def _plan(self, batch: Sequence[ChatRequest], prompts: Sequence[_Prompt]) -> list[Reuse]:
         """What each row starts from, never its whole prompt (the last prompt token must
@@ -355,6 +367,26 @@ class TransformersBackend(LocalBatchBackend):
                     values[row, :, columns - n :] = row_values[:, :n]
             past.update(keys, values, layer)
         return past
+
+    def _keep_decoded(
+        self,
+        batch: Sequence[ChatRequest],
+        ids: Sequence[Any],
+        replies: Any,
+        caches: Sequence[Any],
+    ) -> None:
+        """Store each conversation's prompt and the reply tokens fed back (all but the
+        last) with the keys and values the lean loop copied out when the row ended."""
+        import torch
+
+        assert self.kv is not None
+        for row, request in enumerate(batch):
+            if request.cache_key is None:
+                continue
+            layers = caches[row]
+            fed = int(layers[0][0].shape[-2]) - len(ids[row])
+            reply = replies[row, :fed].to(torch.long)
+            self.kv.put(request.cache_key, KVEntry(torch.cat([ids[row], reply]), tuple(layers)))
 
     def _keep(
         self, batch: Sequence[ChatRequest], ids: Sequence[Any], replies: Any, past: Any, width: int
