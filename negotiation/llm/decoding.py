@@ -7,6 +7,14 @@ then the row's sampler, ties broken by ``argmax``), so a reply is the same token
 what it drops is the per-token machinery of ``generate`` (processor lists, stopping
 criteria, logits over the whole prompt: only the last position's are computed).
 
+A batch sheds its finished rows (``shrink``): ``generate`` feeds a finished row padding
+until the longest reply ends, so every decode step costs the whole batch; here, once at
+most ``SHRINK_AT`` of the batch still decodes, the cache, mask and positions keep only
+the live rows, and only from the first column any of them attends to. A row's own
+computation is unchanged (its keys, values, positions and mask), so its reply is too;
+each row's keys and values are copied out when it ends (``keep``), for the conversation
+cache.
+
 Jump-forward, for a batch of one grammar-constrained row (a live episode's decision):
 where the grammar forces a string (``{"action_type": "``, the ids and keys after an
 action is chosen), that string, tokenized as the tokenizer writes it, is a draft that
