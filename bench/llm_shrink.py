@@ -1,6 +1,8 @@
-"""Batched LLM play on CPU: the lean loop whose batch sheds finished rows against the old
-loop that feeds them padding until the longest reply ends, interleaved in ONE run on the
-same machine and the same jobs (SmolLM2-135M-Instruct buyers, free mode, ``bilateral``,
+"""Batched LLM play on CPU, interleaved in ONE run on the same machine and the same jobs:
+the old lean loop (one generate per JSON schema: each episode's valid-action schema is
+its own, so episodes hardly share a batch; finished rows fed padding until the longest
+reply ends), rows of different schemas in one batch, and that batch shedding its
+finished rows (SmolLM2-135M-Instruct buyers, free mode, ``bilateral``,
 ``--episodes`` at once through one batching backend, ``--max-steps`` decisions each).
 
 Per round: wall time, decisions/s, model calls and rows per call, decode forwards (steps,
@@ -125,8 +127,11 @@ def main() -> None:
     import torch
 
     backends = {
-        "old (pad finished rows)": get_backend("transformers", "smollm2", shrink=False),
-        "shrinking batch": get_backend("transformers", "smollm2", shrink=True),
+        "old (per schema, padded)": get_backend(
+            "transformers", "smollm2", shrink=False, mixed_schemas=False
+        ),
+        "mixed schemas, padded": get_backend("transformers", "smollm2", shrink=False),
+        "mixed schemas, shrinking": get_backend("transformers", "smollm2"),
     }
     probes = {label: Probe(b.model) for label, b in backends.items()}
     print(

@@ -72,7 +72,7 @@ class Decoder:
         model: Any,
         tokenizer: Any,
         rules: Sequence[RowRule],
-        grammars: Sequence[Any] | None,
+        grammars: Sequence[Any | None] | None,
         end_ids: set[int],
         *,
         jump_forward: bool,
@@ -90,13 +90,14 @@ class Decoder:
             torch.Generator(device=device).manual_seed(r.seed) if r.temperature > 0 else None
             for r in rules
         ]
-        self.matchers = None if grammars is None else [xgr.GrammarMatcher(g) for g in grammars]
+        # A row's grammar (None: unconstrained); rows of different schemas share a batch.
+        grammars = [None] * len(rules) if grammars is None else list(grammars)
+        self.matchers = [None if g is None else xgr.GrammarMatcher(g) for g in grammars]
         self.bitmask = None
-        if grammars is not None:
-            self.bitmask = xgr.allocate_token_bitmask(
-                len(rules), grammars[0].tokenizer_info.vocab_size
-            )
-        self.jump = jump_forward and self.matchers is not None and len(rules) == 1
+        vocab = next((g.tokenizer_info.vocab_size for g in grammars if g is not None), None)
+        if vocab is not None:
+            self.bitmask = xgr.allocate_token_bitmask(len(rules), vocab)
+        self.jump = jump_forward and len(rules) == 1 and self.matchers[0] is not None
         self.keep_logits = "logits_to_keep" in _forward_parameters(model)
         self.shrink = shrink
         self.keep = list(keep) if keep is not None else [False] * len(rules)
@@ -109,8 +110,9 @@ class Decoder:
         import torch
         import xgrammar as xgr
 
-        if self.matchers is not None and not self.matchers[row].is_terminated():
-            self.matchers[row].fill_next_token_bitmask(self.bitmask, row)
+        matcher = self.matchers[row]
+        if matcher is not None and not matcher.is_terminated():
+            matcher.fill_next_token_bitmask(self.bitmask, row)
             xgr.apply_token_bitmask_inplace(scores, self.bitmask[row : row + 1].to(scores.device))
         rule = self.rules[row]
         if rule.temperature > 0:
@@ -119,14 +121,15 @@ class Decoder:
         return int(scores[0].argmax())
 
     def _accept(self, row: int, token: int) -> None:
-        if self.matchers is not None and not self.matchers[row].is_terminated():
-            assert self.matchers[row].accept_token(token), "the grammar refused its own pick"
+        matcher = self.matchers[row]
+        if matcher is not None and not matcher.is_terminated():
+            assert matcher.accept_token(token), "the grammar refused its own pick"
 
     def _done(self, row: int, reply: list[int]) -> bool:
         if reply[-1] in self.end_ids or len(reply) >= self.rules[row].max_tokens:
             return True
         stops = self.rules[row].stop
-        if not stops or self.matchers is not None:  # schema rows end with their document
+        if not stops or self.matchers[row] is not None:  # schema rows end with their document
             return False
         tail = self.tokenizer.decode(reply[-self.window :], skip_special_tokens=True)
         return any(s in tail for s in stops)
@@ -244,10 +247,11 @@ class Decoder:
 
     def _draft(self) -> list[int]:
         """The forced continuation of the one row, as the tokenizer writes it."""
-        assert self.matchers is not None
-        if self.matchers[0].is_terminated():
+        matcher = self.matchers[0]
+        assert matcher is not None
+        if matcher.is_terminated():
             return []
-        text = self.matchers[0].find_jump_forward_string()
+        text = matcher.find_jump_forward_string()
         if not text:
             return []
         return self.tokenizer(text, add_special_tokens=False)["input_ids"][:DRAFT_MAX]

@@ -7,8 +7,10 @@ mask. ``generate`` takes one set of sampling settings per call, but requests dif
 the per-request parts are logits processors and stopping criteria that work row by row:
 greedy rows are left alone, sampled rows draw from their own seeded generator (a reply
 does not depend on which other requests shared its batch), stop strings end their own
-row, and each row's ``max_tokens`` cuts its own reply. The schema splits a batch,
-because xgrammar's processor takes one grammar per row and has no "unconstrained" row.
+row, and each row's ``max_tokens`` cuts its own reply. For ``generate`` the schema
+splits a batch, because xgrammar's processor takes one grammar per row and has no
+"unconstrained" row; the lean loop (decoding.py) keeps a grammar per row, so episodes
+whose valid-action schemas differ still share one batch (``mixed_schemas``).
 
 Conversations (``ChatRequest.cache_key``) keep their keys and values between calls
 (``kv_cache_conversations`` of them): a prompt starts from the longest token prefix it
@@ -59,6 +61,9 @@ class TransformersOptions(BackendOptions):
     # Lean loop: finished rows leave the batch (their cache rows and padding dropped);
     # False keeps feeding them padding until the longest reply ends (the old loop).
     shrink: bool = True
+    # Lean loop: rows of different JSON schemas (and none) share one batch, each with its
+    # own grammar; False: one batch per schema, as generate needs (one grammar per call).
+    mixed_schemas: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,7 @@ class TransformersBackend(LocalBatchBackend):
         self.decoder = opts.decoder
         self.plain = self._plain_cache()
         self.shrink = opts.shrink and self.plain
+        self.mixed_schemas = opts.mixed_schemas and self.decoder == "lean"
         self.jump_forward = opts.jump_forward and self.plain
         self.drafts = [0, 0]  # jump-forward draft tokens checked, kept (since loading)
         if self.split_step_tokens is None:
@@ -134,18 +140,20 @@ class TransformersBackend(LocalBatchBackend):
     ) -> list[list[int]]:
         groups: dict[str | None, list[int]] = {}
         for i in rows:
-            groups.setdefault(schema_key(requests[i].json_schema), []).append(i)
+            key = "" if self.mixed_schemas else schema_key(requests[i].json_schema)
+            groups.setdefault(key, []).append(i)
         return [b for g in groups.values() for b in self._split(requests, prompts, g)]
 
     def _split(
         self, requests: Sequence[ChatRequest], prompts: dict[int, _Prompt], rows: list[int]
     ) -> list[list[int]]:
-        """Rows of one schema in generate calls of at most ``max_batch_size`` rows. A call
-        computes ``new`` columns for every row (the most any row needs), so a row that
-        reuses a cache recomputes ``new`` minus its own need: rows, ordered by need, are
-        cut into runs where a cut saves more recomputation than the decode steps of one
-        more call cost. Rows that reuse nothing waste nothing (their prompt is padding
-        or tokens they would compute anyway), so a batch without caches stays whole."""
+        """Rows of one group (one schema, or all with ``mixed_schemas``) in generate calls
+        of at most ``max_batch_size`` rows. A call computes ``new`` columns for every row
+        (the most any row needs), so a row that reuses a cache recomputes ``new`` minus its
+        own need: rows, ordered by need, are cut into runs where a cut saves more
+        recomputation than the decode steps of one more call cost. Rows that reuse
+        nothing waste nothing (their prompt is padding or tokens they would compute
+        anyway), so a batch without caches stays whole."""
         size = self.max_batch_size
         if self.kv is None or len(rows) == 1:
             return [rows[start : start + size] for start in range(0, len(rows), size)]
@@ -217,7 +225,7 @@ class TransformersBackend(LocalBatchBackend):
         import torch
 
         batch = [requests[i] for i in rows]
-        key = schema_key(batch[0].json_schema)  # one schema per batch (_batches)
+        keys = [schema_key(r.json_schema) for r in batch]  # one per batch unless mixed
         ids = [prompts[i].ids for i in rows]
         lengths = [len(x) for x in ids]
         width = max(lengths)
@@ -237,7 +245,7 @@ class TransformersBackend(LocalBatchBackend):
         }
         replies, caches = self._decode(
             batch=batch,
-            key=key,
+            keys=keys,
             input_ids=enc["input_ids"],
             attention_mask=enc["attention_mask"],
             past=past,
@@ -257,7 +265,7 @@ class TransformersBackend(LocalBatchBackend):
         self,
         *,
         batch: Sequence[ChatRequest],
-        key: str | None,
+        keys: Sequence[str | None],
         input_ids: Any,
         attention_mask: Any,
         past: Any,
@@ -271,7 +279,7 @@ class TransformersBackend(LocalBatchBackend):
 
         if self.decoder == "lean":
             caching = past is not None
-            grammars = None if key is None else [self.constraint.compile(key)] * len(batch)
+            grammars = [None if k is None else self.constraint.compile(k) for k in keys]
             rules = [RowRule(r.max_tokens, r.temperature, r.seed, r.stop) for r in batch]
             decoder = Decoder(
                 self.model,
@@ -296,6 +304,7 @@ class TransformersBackend(LocalBatchBackend):
             return replies, (out.caches if caching else None)
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
+        key = keys[0]  # one schema per generate (_batches)
         width = input_ids.shape[1]
         processors = [] if key is None else [self.constraint.logits_processor(key, len(batch))]
         processors.append(_RowSampler(batch, self.device))

@@ -171,3 +171,26 @@ def test_smollm2_game_batch_sheds_rows_as_generate():
     lean = get_backend("transformers", "smollm2", device="cpu")
     generate = get_backend("transformers", "smollm2", device="cpu", decoder="generate")
     same(lean.generate(requests), generate.generate(requests))
+
+
+def test_rows_of_different_schemas_share_one_batch(tiny_backend, reference):
+    """The lean loop keeps a grammar per row: constrained rows of different schemas and
+    an unconstrained row decode in ONE batch, each reply the one generate gives (where
+    each schema is its own call)."""
+    batch = [
+        chat("deal " * 3, max_tokens=48, json_schema=OFFER_SCHEMA),
+        chat("award " * 5, max_tokens=60, json_schema=ACTION_SCHEMA),
+        chat("plain words", max_tokens=10),
+        chat("x " * 7, max_tokens=40, json_schema=REPLY_SCHEMA, temperature=1.0, seed=4),
+        chat("deal " * 9, max_tokens=48, json_schema=OFFER_SCHEMA),
+    ]
+    rows_fed: list[int] = []
+    hook = tiny_backend.model.register_forward_pre_hook(
+        lambda _m, _a, kw: rows_fed.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        mine = tiny_backend.generate(batch)
+    finally:
+        hook.remove()
+    same(mine, reference.generate(batch))
+    assert rows_fed[0] == len(batch)
