@@ -7,6 +7,14 @@ then the row's sampler, ties broken by ``argmax``), so a reply is the same token
 what it drops is the per-token machinery of ``generate`` (processor lists, stopping
 criteria, logits over the whole prompt: only the last position's are computed).
 
+A batch sheds its finished rows (``shrink``): ``generate`` feeds a finished row padding
+until the longest reply ends, so every decode step costs the whole batch; here, once at
+most ``SHRINK_AT`` of the batch still decodes, the cache, mask and positions keep only
+the live rows, and only from the first column any of them attends to. A row's own
+computation is unchanged (its keys, values, positions and mask), so its reply is too;
+each row's keys and values are copied out when it ends (``keep``), for the conversation
+cache.
+
 Jump-forward, for a batch of one grammar-constrained row (a live episode's decision):
 where the grammar forces a string (``{"action_type": "``, the ids and keys after an
 action is chosen), that string, tokenized as the tokenizer writes it, is a draft that
@@ -27,7 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .growing_cache import keep_rows
+
 DRAFT_MAX = 48  # draft tokens checked in one pass (a forced run is ~30 at most here)
+# A shrinking batch drops its finished rows once at most this fraction of it still decodes
+# (each drop copies the live rows' cache: dropping at every finish could cost more copies
+# than the steps it saves; by fractions, the copies add up to a few of the first cache).
+SHRINK_AT = 0.75
 
 
 @dataclass(slots=True)
@@ -45,6 +59,9 @@ class Decoded:
     tokens: list[list[int]]  # per row, up to and including its end token
     drafted: int  # draft tokens checked (jump-forward)
     accepted: int  # of which kept
+    # per row, when asked: (keys, values) per layer [heads, tokens, head_dim] of the row's
+    # prompt and every reply token but its last (the tokens fed), from its first; else ()
+    caches: list[Any]
 
 
 class Decoder:
@@ -55,10 +72,12 @@ class Decoder:
         model: Any,
         tokenizer: Any,
         rules: Sequence[RowRule],
-        grammars: Sequence[Any] | None,
+        grammars: Sequence[Any | None] | None,
         end_ids: set[int],
         *,
         jump_forward: bool,
+        shrink: bool = False,
+        keep: Sequence[bool] | None = None,
     ) -> None:
         import torch
         import xgrammar as xgr
@@ -71,14 +90,17 @@ class Decoder:
             torch.Generator(device=device).manual_seed(r.seed) if r.temperature > 0 else None
             for r in rules
         ]
-        self.matchers = None if grammars is None else [xgr.GrammarMatcher(g) for g in grammars]
+        # A row's grammar (None: unconstrained); rows of different schemas share a batch.
+        grammars = [None] * len(rules) if grammars is None else list(grammars)
+        self.matchers = [None if g is None else xgr.GrammarMatcher(g) for g in grammars]
         self.bitmask = None
-        if grammars is not None:
-            self.bitmask = xgr.allocate_token_bitmask(
-                len(rules), grammars[0].tokenizer_info.vocab_size
-            )
-        self.jump = jump_forward and self.matchers is not None and len(rules) == 1
+        vocab = next((g.tokenizer_info.vocab_size for g in grammars if g is not None), None)
+        if vocab is not None:
+            self.bitmask = xgr.allocate_token_bitmask(len(rules), vocab)
+        self.jump = jump_forward and len(rules) == 1 and self.matchers[0] is not None
         self.keep_logits = "logits_to_keep" in _forward_parameters(model)
+        self.shrink = shrink
+        self.keep = list(keep) if keep is not None else [False] * len(rules)
         self.window = max((len(s.encode()) for r in rules for s in r.stop), default=0) + 2
 
     # ------------------------------------------------------------------ picking
@@ -88,8 +110,9 @@ class Decoder:
         import torch
         import xgrammar as xgr
 
-        if self.matchers is not None and not self.matchers[row].is_terminated():
-            self.matchers[row].fill_next_token_bitmask(self.bitmask, row)
+        matcher = self.matchers[row]
+        if matcher is not None and not matcher.is_terminated():
+            matcher.fill_next_token_bitmask(self.bitmask, row)
             xgr.apply_token_bitmask_inplace(scores, self.bitmask[row : row + 1].to(scores.device))
         rule = self.rules[row]
         if rule.temperature > 0:
@@ -98,14 +121,15 @@ class Decoder:
         return int(scores[0].argmax())
 
     def _accept(self, row: int, token: int) -> None:
-        if self.matchers is not None and not self.matchers[row].is_terminated():
-            assert self.matchers[row].accept_token(token), "the grammar refused its own pick"
+        matcher = self.matchers[row]
+        if matcher is not None and not matcher.is_terminated():
+            assert matcher.accept_token(token), "the grammar refused its own pick"
 
     def _done(self, row: int, reply: list[int]) -> bool:
         if reply[-1] in self.end_ids or len(reply) >= self.rules[row].max_tokens:
             return True
         stops = self.rules[row].stop
-        if not stops or self.matchers is not None:  # schema rows end with their document
+        if not stops or self.matchers[row] is not None:  # schema rows end with their document
             return False
         tail = self.tokenizer.decode(reply[-self.window :], skip_special_tokens=True)
         return any(s in tail for s in stops)
@@ -126,7 +150,9 @@ class Decoder:
     # ------------------------------------------------------------------ the loop
     def run(self, input_ids: Any, attention_mask: Any, past: Any, cached: int) -> Decoded:
         """Decode after a left-padded batch whose first ``cached`` columns are in ``past``
-        (``past`` grows: it holds every reply token fed back, all but each row's last)."""
+        (``past`` grows: it holds every reply token fed back, all but each row's last).
+        With ``shrink``, ``past`` ends up holding only the rows that finished last; each
+        row's own keys and values are in ``Decoded.caches`` when ``keep`` asks for them."""
         import torch
 
         rows = len(self.rules)
@@ -136,22 +162,29 @@ class Decoder:
         )
         replies: list[list[int]] = [[] for _ in range(rows)]
         done = [False] * rows
+        caches: list[Any] = [None] * rows
         drafted = accepted = 0
         last = positions[:, -1:]
+        live = list(range(rows))  # the batch's rows, by their index in ``rules``
         for row in range(rows):
             done[row] = self._take(scores[row : row + 1, -1], row, replies[row])
-        while not all(done):
-            step = [self.pad_id if done[r] else replies[r][-1] for r in range(rows)]
+        while True:
+            attention_mask, last, live = self._shed(attention_mask, last, live, done, past, caches)
+            if not live:
+                break
+            step = [self.pad_id if done[r] else replies[r][-1] for r in live]
             draft = self._draft() if self.jump else []
             ids = torch.tensor([[*step, *draft]] if draft else [[t] for t in step])
             width = ids.shape[1]
-            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((rows, width))], 1)
+            attention_mask = torch.cat(
+                [attention_mask, attention_mask.new_ones((len(live), width))], 1
+            )
             fed = last + torch.arange(1, width + 1, device=last.device)
             scores = self._forward(ids.to(input_ids.device), attention_mask, fed, past, width)
             if not draft:
-                for row in range(rows):
+                for b, row in enumerate(live):
                     if not done[row]:
-                        done[row] = self._take(scores[row : row + 1, -1], row, replies[row])
+                        done[row] = self._take(scores[b : b + 1, -1], row, replies[row])
                 last = fed
                 continue
             kept = 0
@@ -166,7 +199,44 @@ class Decoder:
                 past.crop(-refused)
                 attention_mask = attention_mask[:, : attention_mask.shape[1] - refused]
             last = fed[:, kept : kept + 1]
-        return Decoded(replies, drafted, accepted)
+        return Decoded(replies, drafted, accepted, caches)
+
+    def _shed(
+        self,
+        attention_mask: Any,
+        last: Any,
+        live: list[int],
+        done: list[bool],
+        past: Any,
+        caches: list[Any],
+    ) -> tuple[Any, Any, list[int]]:
+        """Rows that just finished leave the batch: their keys and values are copied out
+        (``keep``), and with ``shrink`` the cache, mask and positions keep only the rows
+        still decoding, from the first column any of them attends to. Without ``shrink``
+        a finished row stays, fed padding, until every row is done."""
+        import torch
+
+        ended = [b for b, row in enumerate(live) if done[row] and caches[row] is None]
+        for b in ended:
+            row = live[b]
+            if self.keep[row]:
+                start = int(attention_mask[b].nonzero()[0, 0])
+                caches[row] = tuple(
+                    (layer.keys[b, :, start:].clone(), layer.values[b, :, start:].clone())
+                    for layer in past.layers
+                )
+            else:
+                caches[row] = ()
+        still = [b for b, row in enumerate(live) if not done[row]]
+        if not still:
+            return attention_mask, last, []
+        if not self.shrink or len(still) > SHRINK_AT * len(live):
+            return attention_mask, last, live
+        index = torch.tensor(still, device=attention_mask.device)
+        attention_mask = attention_mask.index_select(0, index)
+        start = int(attention_mask.any(0).nonzero()[0, 0])
+        keep_rows(past, still, start)
+        return attention_mask[:, start:], last.index_select(0, index), [live[b] for b in still]
 
     def _take(self, scores: Any, row: int, reply: list[int]) -> bool:
         """Picks the row's next token from its last scores; True when the row is done."""
@@ -177,10 +247,11 @@ class Decoder:
 
     def _draft(self) -> list[int]:
         """The forced continuation of the one row, as the tokenizer writes it."""
-        assert self.matchers is not None
-        if self.matchers[0].is_terminated():
+        matcher = self.matchers[0]
+        assert matcher is not None
+        if matcher.is_terminated():
             return []
-        text = self.matchers[0].find_jump_forward_string()
+        text = matcher.find_jump_forward_string()
         if not text:
             return []
         return self.tokenizer(text, add_special_tokens=False)["input_ids"][:DRAFT_MAX]

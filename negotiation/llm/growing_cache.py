@@ -35,6 +35,26 @@ def is_plain(layer: Any) -> bool:
     return type(layer) in (DynamicLayer, _layer_class())
 
 
+def keep_rows(cache: Any, rows: list[int], start: int) -> None:
+    """Keeps only batch rows ``rows`` (in that order) of a cache of plain layers, from
+    column ``start`` on (columns left of it must be masked out for every kept row): a
+    decoding batch sheds finished rows and their padding. Each layer gets a fresh buffer
+    with spare room, so the next steps write in place again."""
+    for layer in cache.layers:
+        if not layer.is_initialized:
+            continue
+        keys, values = layer.keys, layer.values
+        length = keys.shape[-2] - start
+        size = (len(rows), keys.shape[1], length + max(MIN_ROOM, length // 8), keys.shape[-1])
+        new_keys, new_values = keys.new_empty(size), values.new_empty(size)
+        for i, row in enumerate(rows):
+            new_keys[i, :, :length] = keys[row, :, start:]
+            new_values[i, :, :length] = values[row, :, start:]
+        layer.keys, layer.values = new_keys[..., :length, :], new_values[..., :length, :]
+        if type(layer) is _layer_class():
+            layer._room = (new_keys, new_values)
+
+
 _CLASS: list[type] = []
 
 

@@ -7,8 +7,10 @@ mask. ``generate`` takes one set of sampling settings per call, but requests dif
 the per-request parts are logits processors and stopping criteria that work row by row:
 greedy rows are left alone, sampled rows draw from their own seeded generator (a reply
 does not depend on which other requests shared its batch), stop strings end their own
-row, and each row's ``max_tokens`` cuts its own reply. The schema splits a batch,
-because xgrammar's processor takes one grammar per row and has no "unconstrained" row.
+row, and each row's ``max_tokens`` cuts its own reply. For ``generate`` the schema
+splits a batch, because xgrammar's processor takes one grammar per row and has no
+"unconstrained" row; the lean loop (decoding.py) keeps a grammar per row, so episodes
+whose valid-action schemas differ still share one batch (``mixed_schemas``).
 
 Conversations (``ChatRequest.cache_key``) keep their keys and values between calls
 (``kv_cache_conversations`` of them): a prompt starts from the longest token prefix it
@@ -56,6 +58,12 @@ class TransformersOptions(BackendOptions):
     decoder: Literal["lean", "generate"] = "lean"
     # Lean loop, one constrained row: strings the grammar forces are checked in one pass.
     jump_forward: bool = True
+    # Lean loop: finished rows leave the batch (their cache rows and padding dropped);
+    # False keeps feeding them padding until the longest reply ends (the old loop).
+    shrink: bool = True
+    # Lean loop: rows of different JSON schemas (and none) share one batch, each with its
+    # own grammar; False: one batch per schema, as generate needs (one grammar per call).
+    mixed_schemas: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +112,10 @@ class TransformersBackend(LocalBatchBackend):
         self.split_step_tokens = opts.split_step_tokens
         # A draft is cut back by cropping the cache: plain growing layers only.
         self.decoder = opts.decoder
-        self.jump_forward = opts.jump_forward and self._plain_cache()
+        self.plain = self._plain_cache()
+        self.shrink = opts.shrink and self.plain
+        self.mixed_schemas = opts.mixed_schemas and self.decoder == "lean"
+        self.jump_forward = opts.jump_forward and self.plain
         self.drafts = [0, 0]  # jump-forward draft tokens checked, kept (since loading)
         if self.split_step_tokens is None:
             self.split_step_tokens = 6 if self.device.type == "cpu" else 2048
@@ -129,18 +140,20 @@ class TransformersBackend(LocalBatchBackend):
     ) -> list[list[int]]:
         groups: dict[str | None, list[int]] = {}
         for i in rows:
-            groups.setdefault(schema_key(requests[i].json_schema), []).append(i)
+            key = "" if self.mixed_schemas else schema_key(requests[i].json_schema)
+            groups.setdefault(key, []).append(i)
         return [b for g in groups.values() for b in self._split(requests, prompts, g)]
 
     def _split(
         self, requests: Sequence[ChatRequest], prompts: dict[int, _Prompt], rows: list[int]
     ) -> list[list[int]]:
-        """Rows of one schema in generate calls of at most ``max_batch_size`` rows. A call
-        computes ``new`` columns for every row (the most any row needs), so a row that
-        reuses a cache recomputes ``new`` minus its own need: rows, ordered by need, are
-        cut into runs where a cut saves more recomputation than the decode steps of one
-        more call cost. Rows that reuse nothing waste nothing (their prompt is padding
-        or tokens they would compute anyway), so a batch without caches stays whole."""
+        """Rows of one group (one schema, or all with ``mixed_schemas``) in generate calls
+        of at most ``max_batch_size`` rows. A call computes ``new`` columns for every row
+        (the most any row needs), so a row that reuses a cache recomputes ``new`` minus its
+        own need: rows, ordered by need, are cut into runs where a cut saves more
+        recomputation than the decode steps of one more call cost. Rows that reuse
+        nothing waste nothing (their prompt is padding or tokens they would compute
+        anyway), so a batch without caches stays whole."""
         size = self.max_batch_size
         if self.kv is None or len(rows) == 1:
             return [rows[start : start + size] for start in range(0, len(rows), size)]
@@ -212,7 +225,7 @@ class TransformersBackend(LocalBatchBackend):
         import torch
 
         batch = [requests[i] for i in rows]
-        key = schema_key(batch[0].json_schema)  # one schema per batch (_batches)
+        keys = [schema_key(r.json_schema) for r in batch]  # one per batch unless mixed
         ids = [prompts[i].ids for i in rows]
         lengths = [len(x) for x in ids]
         width = max(lengths)
@@ -230,16 +243,18 @@ class TransformersBackend(LocalBatchBackend):
             "input_ids": input_ids.to(self.device),
             "attention_mask": attention_mask.to(self.device),
         }
-        replies = self._decode(
+        replies, caches = self._decode(
             batch=batch,
-            key=key,
+            keys=keys,
             input_ids=enc["input_ids"],
             attention_mask=enc["attention_mask"],
             past=past,
             cached=width - new,
         )
         latency = time.perf_counter() - started
-        if past is not None:
+        if caches is not None:
+            self._keep_decoded(batch, ids, replies, caches)
+        elif past is not None:
             self._keep(batch, ids, replies, past, width)
         return {
             i: self._result(requests[i], replies[row].tolist(), lengths[row], cached[row], latency)
@@ -250,18 +265,21 @@ class TransformersBackend(LocalBatchBackend):
         self,
         *,
         batch: Sequence[ChatRequest],
-        key: str | None,
+        keys: Sequence[str | None],
         input_ids: Any,
         attention_mask: Any,
         past: Any,
         cached: int,
-    ) -> Any:
-        """Reply tokens [rows, longest], padded after each row's end; ``past`` (when given)
-        comes back holding every reply token but each row's last."""
+    ) -> tuple[Any, list[Any] | None]:
+        """Reply tokens [rows, longest], padded after each row's end, and (lean loop,
+        caching on) each row's keys and values; else ``past`` (when given) comes back
+        holding every reply token but each row's last. The lean loop sheds finished rows
+        where the cache is plain (a batch's decode steps cost its live rows only)."""
         import torch
 
         if self.decoder == "lean":
-            grammars = None if key is None else [self.constraint.compile(key)] * len(batch)
+            caching = past is not None
+            grammars = [None if k is None else self.constraint.compile(k) for k in keys]
             rules = [RowRule(r.max_tokens, r.temperature, r.seed, r.stop) for r in batch]
             decoder = Decoder(
                 self.model,
@@ -270,6 +288,8 @@ class TransformersBackend(LocalBatchBackend):
                 grammars,
                 self.end_ids,
                 jump_forward=self.jump_forward,
+                shrink=self.shrink,
+                keep=[caching and r.cache_key is not None for r in batch],
             )
             if past is None:  # caching off: a throwaway cache for this batch
                 past = growing_cache(self.model.config)
@@ -281,9 +301,10 @@ class TransformersBackend(LocalBatchBackend):
             replies = torch.full((len(batch), longest), self.tokenizer.pad_token_id)
             for row, tokens in enumerate(out.tokens):
                 replies[row, : len(tokens)] = torch.tensor(tokens)
-            return replies
+            return replies, (out.caches if caching else None)
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
+        key = keys[0]  # one schema per generate (_batches)
         width = input_ids.shape[1]
         processors = [] if key is None else [self.constraint.logits_processor(key, len(batch))]
         processors.append(_RowSampler(batch, self.device))
@@ -304,7 +325,7 @@ class TransformersBackend(LocalBatchBackend):
                 pad_token_id=self.tokenizer.pad_token_id,
                 past_key_values=past,
             )
-        return out[:, width:].cpu()
+        return out[:, width:].cpu(), None
 
     def _plan(self, batch: Sequence[ChatRequest], prompts: Sequence[_Prompt]) -> list[Reuse]:
         """What each row starts from, never its whole prompt (the last prompt token must
@@ -355,6 +376,26 @@ class TransformersBackend(LocalBatchBackend):
                     values[row, :, columns - n :] = row_values[:, :n]
             past.update(keys, values, layer)
         return past
+
+    def _keep_decoded(
+        self,
+        batch: Sequence[ChatRequest],
+        ids: Sequence[Any],
+        replies: Any,
+        caches: Sequence[Any],
+    ) -> None:
+        """Store each conversation's prompt and the reply tokens fed back (all but the
+        last) with the keys and values the lean loop copied out when the row ended."""
+        import torch
+
+        assert self.kv is not None
+        for row, request in enumerate(batch):
+            if request.cache_key is None:
+                continue
+            layers = caches[row]
+            fed = int(layers[0][0].shape[-2]) - len(ids[row])
+            reply = replies[row, :fed].to(torch.long)
+            self.kv.put(request.cache_key, KVEntry(torch.cat([ids[row], reply]), tuple(layers)))
 
     def _keep(
         self, batch: Sequence[ChatRequest], ids: Sequence[Any], replies: Any, past: Any, width: int

@@ -116,3 +116,81 @@ def test_smollm2_game_decisions_equal_generate():
     for request in requests:
         same(lean.generate([request]), generate.generate([request]))
     assert lean.drafts[1] - kept > (lean.drafts[0] - drafted) / 2 > 0
+
+
+def test_a_batch_sheds_finished_rows_and_changes_no_reply(tiny_model: Path, reference):
+    """Rows that end early leave the batch (later decode steps carry fewer rows, the
+    cache loses their rows and the padding no live row attends to): every reply is the
+    one generate gives, and a cached conversation's next turn still replies as without
+    caches."""
+    shrinking = TransformersBackend(str(tiny_model), device="cpu")
+    padding = TransformersBackend(str(tiny_model), device="cpu", shrink=False)
+    rows_fed: list[int] = []
+    shrinking.model.register_forward_pre_hook(
+        lambda _m, _a, kw: rows_fed.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    batch = [
+        chat("offer " * n, max_tokens=limit, cache_key=f"episode-{n}/buyer")
+        for n, limit in ((30, 40), (2, 3), (9, 6), (1, 12), (15, 2))
+    ]
+    mine = shrinking.generate(batch)
+    same(mine, reference.generate(batch))
+    same(mine, padding.generate(batch))
+    assert (
+        rows_fed[0] == 5
+        and rows_fed[-1] == 1
+        and sorted(rows_fed[1:], reverse=True) == (rows_fed[1:])
+    )
+    tokens = [r.completion_tokens + (r.finish_reason == "stop") for r in mine]
+    assert len(rows_fed) - 1 == max(tokens) - 1  # one decode step per fed reply token
+    uncached = TransformersBackend(
+        str(tiny_model), device="cpu", decoder="generate", kv_cache_conversations=0
+    )
+    follow = [
+        dataclasses.replace(
+            r,
+            messages=(*r.messages, ChatMessage("assistant", m.text), ChatMessage("user", "and?")),
+        )
+        for r, m in zip(batch, mine, strict=True)
+    ]
+    again = shrinking.generate(follow)
+    same(again, uncached.generate(follow))
+    assert all(r.cached_tokens > 0 for r in again)
+    # each stored turn: the prompt and the reply tokens fed back (all but the last)
+    assert shrinking.kv.conversations() == {
+        r.cache_key: m.prompt_tokens + m.completion_tokens + (m.finish_reason == "stop") - 1
+        for r, m in zip(follow, again, strict=True)
+    }
+
+
+@pytest.mark.xdist_group("smollm2")
+def test_smollm2_game_batch_sheds_rows_as_generate():
+    """The shipped model on three real first turns in ONE batch (replies of different
+    lengths, so rows leave the batch): the replies generate gives."""
+    requests = game_requests([0, 1, 2])
+    lean = get_backend("transformers", "smollm2", device="cpu")
+    generate = get_backend("transformers", "smollm2", device="cpu", decoder="generate")
+    same(lean.generate(requests), generate.generate(requests))
+
+
+def test_rows_of_different_schemas_share_one_batch(tiny_backend, reference):
+    """The lean loop keeps a grammar per row: constrained rows of different schemas and
+    an unconstrained row decode in ONE batch, each reply the one generate gives (where
+    each schema is its own call)."""
+    batch = [
+        chat("deal " * 3, max_tokens=48, json_schema=OFFER_SCHEMA),
+        chat("award " * 5, max_tokens=60, json_schema=ACTION_SCHEMA),
+        chat("plain words", max_tokens=10),
+        chat("x " * 7, max_tokens=40, json_schema=REPLY_SCHEMA, temperature=1.0, seed=4),
+        chat("deal " * 9, max_tokens=48, json_schema=OFFER_SCHEMA),
+    ]
+    rows_fed: list[int] = []
+    hook = tiny_backend.model.register_forward_pre_hook(
+        lambda _m, _a, kw: rows_fed.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        mine = tiny_backend.generate(batch)
+    finally:
+        hook.remove()
+    same(mine, reference.generate(batch))
+    assert rows_fed[0] == len(batch)

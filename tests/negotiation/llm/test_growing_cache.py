@@ -57,3 +57,28 @@ def test_a_model_reads_the_same_logits(tiny_model: Path) -> None:
                 token = out[-1].argmax(-1, keepdim=True)
         logits.append(torch.cat(out))
     assert torch.equal(*logits)
+
+
+def test_keep_rows_drops_rows_and_leading_columns_then_grows_in_place() -> None:
+    """A shrinking batch keeps the chosen rows, in order, from a column on; the next
+    update writes into the new buffer's spare room, not a copy."""
+    from negotiation.llm.growing_cache import keep_rows
+
+    cache = growing_cache(_config())
+    keys = torch.arange(3 * 2 * 6 * 4, dtype=torch.float32).reshape(3, 2, 6, 4)
+    for layer in range(len(cache.layers)):
+        cache.update(keys + layer, -keys - layer, layer)
+    keep_rows(cache, [2, 0], 2)
+    for n, layer in enumerate(cache.layers):
+        assert torch.equal(layer.keys, (keys + n)[[2, 0], :, 2:])
+        assert torch.equal(layer.values, (-keys - n)[[2, 0], :, 2:])
+        step = torch.full((2, 2, 1, 4), 7.0)
+        grown, _ = layer.update(step, step)
+        assert grown.shape == (2, 2, 5, 4) and grown[:, :, -1].eq(7).all()
+        assert grown.data_ptr() == layer._room[0].data_ptr()
+
+
+def _config():
+    from transformers import GPT2Config
+
+    return GPT2Config(n_layer=2, n_head=2, n_embd=8)
