@@ -124,21 +124,40 @@ def held_out_episodes() -> Q:
 def unexposed_comparison(evaluation: Evaluation) -> list[dict[str, Any]]:
     """Each leaderboard row beside its reading without the exposed worlds: {scenario,
     tier, policy, all (the row), unseen (the row on the seeds no person saw; None if the
-    board has none left)}, in the leaderboard's order. Empty when nothing is exposed."""
+    board has none left), change (unseen mean score minus all seeds' mean; None without
+    an unseen row)}, in the leaderboard's order. Empty when nothing is exposed."""
     if not evaluation.leaderboard_unexposed:
         return []
     unseen = {
         (r["scenario"], r.get("tier"), r["policy"]): r for r in evaluation.leaderboard_unexposed
     }
+    rows = []
+    for r in evaluation.leaderboard or []:
+        u = unseen.get((r["scenario"], r.get("tier"), r["policy"]))
+        means = (r["score"].get("mean"), (u or {}).get("score", {}).get("mean"))
+        rows.append(
+            {
+                "scenario": r["scenario"],
+                "tier": r.get("tier"),
+                "policy": r["policy"],
+                "all": r,
+                "unseen": u,
+                "change": None if None in means else means[1] - means[0],
+            }
+        )
+    return rows
+
+
+def exposed_seeds(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """The exposed worlds by scenario, as the second reading drops them: {scenario, seeds
+    (ascending), of (the evaluation's seed count)}, in the evaluation's scenario order."""
+    by_scenario: dict[str, set[int]] = {}
+    for w in evaluation.exposed or []:
+        by_scenario.setdefault(w["scenario"], set()).add(int(w["seed"]))
     return [
-        {
-            "scenario": r["scenario"],
-            "tier": r.get("tier"),
-            "policy": r["policy"],
-            "all": r,
-            "unseen": unseen.get((r["scenario"], r.get("tier"), r["policy"])),
-        }
-        for r in evaluation.leaderboard or []
+        {"scenario": s, "seeds": sorted(by_scenario[s]), "of": evaluation.seeds}
+        for s in evaluation.scenarios or []
+        if s in by_scenario
     ]
 
 

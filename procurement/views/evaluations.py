@@ -23,6 +23,7 @@ from procurement.selectors.evaluations import (
     evaluation_list,
     evaluation_payload,
     evaluation_sections,
+    exposed_seeds,
     leaderboard_csv_rows,
     unexposed_comparison,
 )
@@ -69,6 +70,7 @@ def _detail(request: HttpRequest, evaluation_id: int, refusal: str = "") -> Http
         "evaluation": evaluation,
         "sections": evaluation_sections(evaluation),
         "unexposed": unexposed_comparison(evaluation),
+        "dropped": exposed_seeds(evaluation),
         "may_act": has_role(request.user, "ops"),
         "refusal": refusal,
         "page": {

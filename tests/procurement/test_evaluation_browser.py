@@ -53,6 +53,12 @@ def test_ops_start_an_evaluation_watch_it_and_read_the_result(page, site) -> Non
     page.click("#start")
     page.wait_for_url(re.compile(r"/evaluations/\d+/$"))
     evaluation_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    # the gauge's width moves in a 0.3 s transition after each live update: the shot
+    # waits for it to end, so the bar drawn is the share the text says
+    page.wait_for_function(
+        "(() => { const bar = document.getElementById('progress-bar');"
+        " return !bar || bar.getAnimations().length === 0; })()"
+    )
     screenshot(page, "evaluation-running-1366")
 
     # The page reloads itself once the run is over and draws the result.
