@@ -53,11 +53,18 @@ def test_ops_start_an_evaluation_watch_it_and_read_the_result(page, site) -> Non
     page.click("#start")
     page.wait_for_url(re.compile(r"/evaluations/\d+/$"))
     evaluation_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
-    # the gauge's width moves in a 0.3 s transition after each live update: the shot
-    # waits for it to end, so the bar drawn is the share the text says
+    # the gauge's width moves in a 0.3 s transition after each live update, which may
+    # come after the page has loaded: the shot waits until the bar drawn is the share
+    # the text says (or the result page replaced the gauge)
     page.wait_for_function(
         "(() => { const bar = document.getElementById('progress-bar');"
-        " return !bar || bar.getAnimations().length === 0; })()"
+        " if (!bar) return true;"
+        " const said = document.getElementById('progress-text').textContent"
+        ".match(/[(](\\d+)\\s*%[)]/);"
+        " const drawn = bar.getBoundingClientRect().width"
+        " / bar.parentElement.getBoundingClientRect().width;"
+        " return said !== null && bar.getAnimations().length === 0"
+        " && Math.abs(drawn * 100 - Number(said[1])) < 2; })()"
     )
     screenshot(page, "evaluation-running-1366")
 
