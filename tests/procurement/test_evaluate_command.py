@@ -204,3 +204,34 @@ def test_the_command_plays_its_lanes_at_once_with_a_bar_each(tiny_model, monkeyp
     assert {p.lane: p.done_episodes for p in evaluation.parts.all()} == {"rule": 8, "llm": 4}
     assert "rule lane (cpu): 8/8 episodes, " in text and "s of play, finished" in text
     assert "model lane (gpu): 4/4 episodes, " in text
+
+
+@pytest.mark.django_db
+def test_a_sealed_evaluation_prints_its_second_reading_without_exposed_worlds(
+    seeded, settings
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    from procurement.services.supplier_seat import supplier_seat_start
+
+    settings.WORLD_KEY = "the test server's world key"
+    person = get_user_model().objects.create_user("seat-player")
+    for seed in (11, 13):  # a person plays two of the seeds before the range is sealed
+        supplier_seat_start(
+            scenario=Scenario.objects.get(name="bilateral"),
+            policy=PolicyConfig.objects.get(name="expert"),
+            user=person,
+            seed=seed,
+        )
+    args = ("--policies", "expert,always_accept", "--scenarios", "bilateral")
+    out, _ = _call(*args, "--seeds", "5", "--seed-start", "10", "--sealed")
+    evaluation = Evaluation.objects.get()
+    assert evaluation.leaderboard_unexposed
+    heading = "Without exposed worlds: dropped bilateral seeds 11, 13 (2 of 5 seeds)"
+    assert heading in out
+    second = out.split(heading, 1)[1]
+    for row in evaluation.leaderboard_unexposed:  # each unseen-seed mean, as stored
+        assert f"{row['score']['mean']:.3f}" in second
+
+    out, _ = _call(*args, "--seeds", "5", "--seed-start", "20", "--sealed")
+    assert "Without exposed worlds" not in out  # nothing exposed on these seeds

@@ -16,6 +16,21 @@ def price(text: str) -> tuple[str, tuple[float, float]]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def dropped_text(evaluation) -> str:
+    """Which seeds the second reading drops, and why (the result page's sentence)."""
+    from procurement.selectors.evaluations import exposed_seeds
+
+    parts = [
+        f"{d['scenario']} seed{'s' if len(d['seeds']) != 1 else ''} "
+        f"{', '.join(map(str, d['seeds']))} ({len(d['seeds'])} of {d['of']} seeds)"
+        for d in exposed_seeds(evaluation)
+    ]
+    return (
+        f"dropped {'; '.join(parts)} for every buyer and line-up, because a person played "
+        "them in a seat before this range was sealed; the seeds left stay paired."
+    )
+
+
 class Command(BaseCommand):
     help = (
         "Evaluate buyers (rule policies and stored policy configs, LLM ones included) against "
@@ -98,6 +113,10 @@ class Command(BaseCommand):
             self.stdout.write(f"  {lane['summary']}")  # the page's line for the lane
         self.stdout.write(format_leaderboard(evaluation.leaderboard))
         self.stdout.write("")
+        if evaluation.leaderboard_unexposed:  # the page's second reading, in the same words
+            self.stdout.write(f"Without exposed worlds: {dropped_text(evaluation)}")
+            self.stdout.write(format_leaderboard(evaluation.leaderboard_unexposed))
+            self.stdout.write("")
         self.stdout.write(format_matrix(evaluation.matrix))
         self.stdout.write("")
         self.stdout.write(
