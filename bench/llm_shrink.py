@@ -1,16 +1,21 @@
-"""Batched LLM play on CPU, interleaved in ONE run on the same machine and the same jobs:
-the old lean loop (one generate per JSON schema: each episode's valid-action schema is
-its own, so episodes hardly share a batch; finished rows fed padding until the longest
-reply ends), rows of different schemas in one batch, and that batch shedding its
-finished rows (SmolLM2-135M-Instruct buyers, free mode, ``bilateral``,
-``--episodes`` at once through one batching backend, ``--max-steps`` decisions each).
+"""Batched LLM play on CPU, interleaved in ONE run on the same machine and the same jobs
+(SmolLM2-135M-Instruct buyers, free mode, ``bilateral``, ``--episodes`` at once through
+one batching backend, ``--max-steps`` decisions each), by ``--variants``:
+
+- "old": one generate per JSON schema (each episode's valid-action schema is its own, so
+  episodes hardly share a batch; finished rows fed padding until the longest reply ends);
+- "mixed": rows of different schemas in one batch; "shrink": that batch also sheds its
+  finished rows;
+- "sdpa": transformers' attention, which copies every key/value head per query head when
+  a mask is given (every padded batch); "gqa": the backend's masked grouped-query
+  attention (negotiation/llm/attention.py), which reads them in place.
 
 Per round: wall time, decisions/s, model calls and rows per call, decode forwards (steps,
 row-tokens, live rows per step, row-tokens/s), prefill forwards (token positions, /s),
 and whether every reply equals the first round's (shedding must change none).
 
     PYTHONPATH=$PWD nice -n 10 .venv/bin/python bench/llm_shrink.py [--episodes 8]
-        [--max-steps 2] [--rounds 1]
+        [--max-steps 2] [--rounds 1] [--variants ...]
 """
 
 from __future__ import annotations
@@ -26,6 +31,15 @@ from negotiation.interfaces.concurrent import run_episodes_concurrently
 from negotiation.llm.registry import get_backend
 
 PRESET = "bilateral"
+_OLD = {"shrink": False, "mixed_schemas": False}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "old/sdpa": {**_OLD, "attention": "sdpa"},
+    "mixed/sdpa": {"shrink": False, "attention": "sdpa"},
+    "shrink/sdpa": {"attention": "sdpa"},
+    "old/gqa": {**_OLD, "attention": "sdpa_gqa"},
+    "shrink/gqa": {"attention": "sdpa_gqa"},
+}
+DEFAULT_VARIANTS = ("old/sdpa", "shrink/sdpa", "old/gqa", "shrink/gqa")
 
 
 class Probe:
@@ -123,15 +137,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--max-steps", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--variants", default=",".join(DEFAULT_VARIANTS), help=f"of: {', '.join(VARIANTS)}"
+    )
     args = parser.parse_args()
     import torch
 
     backends = {
-        "old (per schema, padded)": get_backend(
-            "transformers", "smollm2", shrink=False, mixed_schemas=False
-        ),
-        "mixed schemas, padded": get_backend("transformers", "smollm2", shrink=False),
-        "mixed schemas, shrinking": get_backend("transformers", "smollm2"),
+        label: get_backend("transformers", "smollm2", **VARIANTS[label])
+        for label in args.variants.split(",")
     }
     probes = {label: Probe(b.model) for label, b in backends.items()}
     print(
@@ -151,7 +165,7 @@ def main() -> None:
             first = first if first is not None else r["replies"]
             t, n, steps = r["t"], r["n"], r["steps"]
             print(
-                f"  round {round_} {label:>24}: {r['wall']:6.1f} s, "
+                f"  round {round_} {label:>11}: {r['wall']:6.1f} s, "
                 f"{r['decisions'] / r['wall']:.3f} decisions/s, {r['calls']} calls "
                 f"({r['requests'] / max(1, r['calls']):.1f} rows each); decode {t['decode']:.1f} s "
                 f"{steps['decode']} steps {n['decode']} row-tokens "

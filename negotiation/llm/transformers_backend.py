@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from .attention import register as attention_register
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
 from .decoding import Decoder, RowRule
@@ -64,6 +65,10 @@ class TransformersOptions(BackendOptions):
     # Lean loop: rows of different JSON schemas (and none) share one batch, each with its
     # own grammar; False: one batch per schema, as generate needs (one grammar per call).
     mixed_schemas: bool = True
+    # "auto": on CPU masked grouped-query attention without copying the cache
+    # (attention.py), on CUDA transformers' sdpa (its fused kernels want the key/value
+    # heads repeated); or any attention transformers knows by name ("sdpa", "eager").
+    attention: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +100,13 @@ class TransformersBackend(LocalBatchBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype))
+        attention = opts.attention
+        gqa = attention_register()  # a name transformers knows, by default or by choice
+        if attention == "auto":
+            attention = "sdpa" if self.device.type == "cuda" else gqa
+        self.model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=getattr(torch, dtype), attn_implementation=attention
+        )
         self.model.to(self.device).eval()
         config = self.model.config
         self.context_tokens = getattr(config, "max_position_embeddings", None) or getattr(
