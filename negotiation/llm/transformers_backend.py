@@ -67,8 +67,8 @@ class TransformersOptions(BackendOptions):
     mixed_schemas: bool = True
     # "auto": on CPU masked grouped-query attention without copying the cache
     # (attention.py), on CUDA transformers' sdpa (its fused kernels want the key/value
-    # heads repeated); or any attention transformers knows by name ("sdpa", "eager").
-    attention: str = "auto"
+    # heads repeated); or one by name: "sdpa_gqa", "sdpa", "eager" (transformers' own).
+    attention: Literal["auto", "sdpa_gqa", "sdpa", "eager"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)

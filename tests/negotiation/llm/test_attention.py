@@ -2,7 +2,8 @@
 ``sdpa`` (which repeats the key/value heads), on a tiny grouped-query Llama and on the
 shipped SmolLM2 (9 query heads, 3 key/value heads), for every shape the backend feeds:
 a left-padded prompt, the rest of a prompt after a cached prefix, decode steps, and an
-unpadded prompt (no mask: the causal flag)."""
+unpadded prompt (no mask: the causal flag). The backend's ``attention`` option names
+one, and an unknown name is refused before anything loads."""
 
 from __future__ import annotations
 
@@ -106,3 +107,14 @@ def test_smollm2_scores_the_same_bits_and_the_cpu_backend_uses_it() -> None:
     assert backend.device.type == "cpu"
     assert backend.model.config._attn_implementation == NAME
     _assert_same_bits(reference, backend.model, vocab=reference.config.vocab_size)
+
+
+def test_the_backend_takes_an_attention_by_name_and_refuses_an_unknown_one(tiny_model) -> None:
+    from negotiation.llm.transformers_backend import TransformersBackend
+
+    chosen = TransformersBackend(str(tiny_model), device="cpu", attention="sdpa")
+    assert chosen.model.config._attn_implementation == "sdpa"
+    default = TransformersBackend(str(tiny_model), device="cpu")
+    assert default.model.config._attn_implementation == NAME  # CPU's default
+    with pytest.raises(ValueError, match="bad options for the transformers backend: attention"):
+        TransformersBackend(str(tiny_model), device="cpu", attention="flash")
