@@ -161,6 +161,25 @@ def exposed_seeds(evaluation: Evaluation) -> list[dict[str, Any]]:
     ]
 
 
+def dropped_sentence(evaluation: Evaluation) -> str:
+    """The seeds the second reading drops and why, in the words the result page and
+    ``evaluate`` both print; empty when nothing is exposed."""
+    dropped = exposed_seeds(evaluation)
+    if not dropped:
+        return ""
+    parts = [
+        f"{d['scenario']} seed{'s' if len(d['seeds']) != 1 else ''} "
+        f"{', '.join(map(str, d['seeds']))} ({len(d['seeds'])} of {d['of']} seeds)"
+        for d in dropped
+    ]
+    one = len(dropped) == 1 and len(dropped[0]["seeds"]) == 1
+    return (
+        f"Dropped {'; '.join(parts)} for every buyer and line-up, because a person played "
+        f"{'that world' if one else 'those worlds'} in a seat before this range was sealed; "
+        "the seeds left stay paired."
+    )
+
+
 def worlds_played_in_seats(
     *, scenarios: list[str] | tuple[str, ...], seed_start: int, seeds: int
 ) -> list[dict[str, Any]]:

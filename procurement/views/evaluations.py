@@ -19,11 +19,11 @@ from procurement.roles import has_role
 from procurement.selectors.evaluations import (
     OUTCOME_FIELDS,
     cell_episodes,
+    dropped_sentence,
     evaluation_form_facts,
     evaluation_list,
     evaluation_payload,
     evaluation_sections,
-    exposed_seeds,
     leaderboard_csv_rows,
     unexposed_comparison,
 )
@@ -70,7 +70,7 @@ def _detail(request: HttpRequest, evaluation_id: int, refusal: str = "") -> Http
         "evaluation": evaluation,
         "sections": evaluation_sections(evaluation),
         "unexposed": unexposed_comparison(evaluation),
-        "dropped": exposed_seeds(evaluation),
+        "dropped": dropped_sentence(evaluation),
         "may_act": has_role(request.user, "ops"),
         "refusal": refusal,
         "page": {

@@ -227,7 +227,10 @@ def test_a_sealed_evaluation_prints_its_second_reading_without_exposed_worlds(
     out, _ = _call(*args, "--seeds", "5", "--seed-start", "10", "--sealed")
     evaluation = Evaluation.objects.get()
     assert evaluation.leaderboard_unexposed
-    heading = "Without exposed worlds: dropped bilateral seeds 11, 13 (2 of 5 seeds)"
+    heading = (
+        "Without exposed worlds. Dropped bilateral seeds 11, 13 (2 of 5 seeds) for every buyer "
+        "and line-up, because a person played those worlds in a seat"
+    )
     assert heading in out
     second = out.split(heading, 1)[1]
     for row in evaluation.leaderboard_unexposed:  # each unseen-seed mean, as stored

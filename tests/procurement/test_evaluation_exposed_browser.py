@@ -92,8 +92,8 @@ def test_the_card_names_the_dropped_seeds_and_reads_the_board_again(page, site) 
     card = page.locator("#unexposed")
     dropped = card.locator("#unexposed-dropped").text_content()
     assert re.sub(r"\s+", " ", dropped).startswith(
-        "Dropped: bilateral seeds 11, 13 (2 of 5 seeds), because a person played those "
-        "worlds in a seat"
+        "Dropped bilateral seeds 11, 13 (2 of 5 seeds) for every buyer and line-up, because "
+        "a person played those worlds in a seat"
     ), dropped
     means = _stored_means(page, site, evaluation_id)
     rows = card.locator("tbody tr")

@@ -16,21 +16,6 @@ def price(text: str) -> tuple[str, tuple[float, float]]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def dropped_text(evaluation) -> str:
-    """Which seeds the second reading drops, and why (the result page's sentence)."""
-    from procurement.selectors.evaluations import exposed_seeds
-
-    parts = [
-        f"{d['scenario']} seed{'s' if len(d['seeds']) != 1 else ''} "
-        f"{', '.join(map(str, d['seeds']))} ({len(d['seeds'])} of {d['of']} seeds)"
-        for d in exposed_seeds(evaluation)
-    ]
-    return (
-        f"dropped {'; '.join(parts)} for every buyer and line-up, because a person played "
-        "them in a seat before this range was sealed; the seeds left stay paired."
-    )
-
-
 class Command(BaseCommand):
     help = (
         "Evaluate buyers (rule policies and stored policy configs, LLM ones included) against "
@@ -82,7 +67,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, workers, price, **opts):
         from procurement.errors import ApplicationError
-        from procurement.selectors.evaluations import evaluation_lanes
+        from procurement.selectors.evaluations import dropped_sentence, evaluation_lanes
         from procurement.services.evaluations import evaluation_create
 
         self.stderr.ending = ""  # tqdm writes whole lines and carriage returns itself
@@ -114,7 +99,7 @@ class Command(BaseCommand):
         self.stdout.write(format_leaderboard(evaluation.leaderboard))
         self.stdout.write("")
         if evaluation.leaderboard_unexposed:  # the page's second reading, in the same words
-            self.stdout.write(f"Without exposed worlds: {dropped_text(evaluation)}")
+            self.stdout.write(f"Without exposed worlds. {dropped_sentence(evaluation)}")
             self.stdout.write(format_leaderboard(evaluation.leaderboard_unexposed))
             self.stdout.write("")
         self.stdout.write(format_matrix(evaluation.matrix))
