@@ -36,6 +36,7 @@ from .attention import register as attention_register
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
 from .decoding import Decoder, RowRule
+from .freed_memory import return_freed_memory
 from .growing_cache import growing_cache, is_plain
 from .kv_cache import KVEntry, KVStore, Reuse
 from .models import resolve_model
@@ -95,6 +96,8 @@ class TransformersBackend(LocalBatchBackend):
         if dtype == "auto":
             dtype = "float32" if device == "cpu" else "bfloat16"
         self.device = torch.device(device)
+        if self.device.type == "cpu":
+            return_freed_memory()  # else the lane's resident memory grows until it is killed
         self.max_batch_size = opts.max_batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.tokenizer.padding_side = "left"
