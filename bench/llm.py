@@ -29,6 +29,7 @@ the buyer, transformers backend, CPU, everything in ONE run on the same machine.
 
 Usage: .venv/bin/python bench/llm.py [--max-steps 6] [--concurrent 32] [--single 4]
        [--quality-seeds 50] [--quality-presets bilateral,bilateral_cooperative,...]
+       [--quality-modes free,narrator] [--quality-at-once 25]
        [--live-episodes 4] [--live-steps 8] [--today REF] [--llamacpp-site DIR]
        [--live-paths today,transformers,today-llamacpp,llamacpp] [--live-only]
 """
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -229,6 +231,7 @@ def play(
     max_steps: int = 0,
     mode: str = "free",
     max_tokens: int = 128,
+    max_workers: int | None = None,
 ) -> Play:
     timed = TimedBackend(backend)
     scenario = load_scenario(preset, **({"max_steps": max_steps} if max_steps else {}))
@@ -236,7 +239,7 @@ def play(
     started = time.perf_counter()
     if concurrent:
         jobs = [(scenario, lambda h, s=seed: make(h, s), seed) for seed in seeds]
-        results = run_episodes_concurrently(jobs, backend=timed)
+        results = run_episodes_concurrently(jobs, backend=timed, max_workers=max_workers)
     else:
         results = [run_episode(scenario, make(timed, s), s) for s in seeds]
     return Play(results, timed, time.perf_counter() - started)
@@ -292,30 +295,46 @@ def metric_rows(results: list[Any]) -> dict[str, str]:
     }
 
 
-def quality(backend: LLMBackend, presets: list[str], seeds: int) -> None:
+def action_counts(results: list[Any]) -> str:
+    """How often each action type was played, most played first (what a score hides)."""
+    counts = Counter((s.action or {}).get("action_type", "?") for r in results for s in r.steps)
+    return ", ".join(f"{name} {n}" for name, n in counts.most_common())
+
+
+def quality(
+    backend: LLMBackend, presets: list[str], seeds: int, modes: list[str], at_once: int
+) -> None:
+    """``at_once`` bounds the episodes in play (each holds its key/value caches while it
+    plays, so memory grows with it)."""
     print(
         f"\nQuality on {seeds} seeds per preset (mean [95 % bootstrap CI]; buyer_share over "
-        "episodes with a deal)"
+        f"episodes with a deal), {at_once} episodes at a time"
     )
     ids = list(range(seeds))
+
+    def show(name: str, results: list[Any], rates: str) -> None:
+        m = metric_rows(results)
+        print(
+            f"    {name:>16}: score {m['score']}  deal_rate {m['deal_rate']}  "
+            f"buyer_share {m['buyer_share']}  {rates}",
+            flush=True,  # a long table: each row as soon as it is played
+        )
+
     for preset in presets:
         print(f"  {preset}")
-        rows: list[tuple[str, list[Any], str]] = []
-        for mode in ("free", "narrator"):
-            run = play(backend, preset, ids, concurrent=True, mode=mode)
-            _, invalid, fallback = decision_rates(run.results)
-            rates = f"invalid {invalid:.1%}, fallbacks {fallback:.1%}, {run.wall:.0f} s"
-            rows.append((f"smollm2 {mode}", run.results, rates))
+        for mode in modes:
+            run = play(backend, preset, ids, concurrent=True, mode=mode, max_workers=at_once)
+            decisions, invalid, fallback = decision_rates(run.results)
+            show(
+                f"smollm2 {mode}",
+                run.results,
+                f"invalid {invalid:.1%}, fallbacks {fallback:.1%} of {decisions} decisions, "
+                f"{run.wall:.0f} s; actions {action_counts(run.results)}",
+            )
         for name in BASELINES:
             results = [run_episode(preset, get_policy(name, seed=s), s) for s in ids]
             _, invalid, _ = decision_rates(results)
-            rows.append((name, results, f"invalid {invalid:.1%}"))
-        for name, results, rates in rows:
-            m = metric_rows(results)
-            print(
-                f"    {name:>16}: score {m['score']}  deal_rate {m['deal_rate']}  "
-                f"buyer_share {m['buyer_share']}  {rates}"
-            )
+            show(name, results, f"invalid {invalid:.1%}")
 
 
 def main() -> None:
@@ -325,6 +344,9 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=32)
     parser.add_argument("--quality-seeds", type=int, default=0)
     parser.add_argument("--quality-presets", default=",".join(BILATERAL))
+    parser.add_argument("--quality-modes", default="free,narrator")
+    parser.add_argument("--quality-at-once", type=int, default=25, help="episodes in play")
+    parser.add_argument("--quality-only", action="store_true", help="only section 5")
     parser.add_argument("--skip-episodes", action="store_true")
     parser.add_argument("--live-episodes", type=int, default=4)
     parser.add_argument("--live-steps", type=int, default=8)
@@ -346,7 +368,14 @@ def main() -> None:
 
     import torch
 
+    def run_quality(backend: LLMBackend) -> None:
+        presets, modes = args.quality_presets.split(","), args.quality_modes.split(",")
+        quality(backend, presets, args.quality_seeds, modes, args.quality_at_once)
+
     print(f"torch threads {torch.get_num_threads()}")
+    if args.quality_only:
+        run_quality(get_backend("transformers", "smollm2", device="cpu"))
+        return
     flops, bandwidth = flops_probe(), bandwidth_probe()
     print(f"Machine: matmul probe {flops / 1e9:.1f} GFLOP/s, copy probe {bandwidth / 1e9:.1f} GB/s")
     started = time.perf_counter()
@@ -364,7 +393,7 @@ def main() -> None:
             args.live_episodes, args.live_steps, args.today, args.llamacpp_site, args.live_paths
         )
     if args.quality_seeds:
-        quality(cached, args.quality_presets.split(","), args.quality_seeds)
+        run_quality(cached)
 
 
 if __name__ == "__main__":

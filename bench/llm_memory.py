@@ -1,0 +1,116 @@
+"""Resident memory of a CPU model process playing SmolLM2-buyer episodes, with glibc's
+default allocation rule and with the fixed mmap threshold the transformers backend now
+sets (negotiation/llm/freed_memory.py), in ONE run: each in its own fresh process (the
+setting is process-wide and one-way), the same episodes (``bilateral``, free mode, seeds
+0..N-1, ``--at-once`` in play through one batching backend).
+
+Printed per process: wall time, decisions, peak and final resident memory (sampled every
+0.5 s), and how much of the last sample the key/value store accounts for; then the
+ratios. Quiet machine for the wall times; the memory figures do not depend on load.
+
+Usage: PYTHONPATH=$PWD:$PWD/bench .venv/bin/python bench/llm_memory.py \
+           [--episodes 24] [--at-once 12] [--preset bilateral]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+
+MODES = ("glibc default", "fixed threshold")
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def child(mode: str, preset: str, episodes: int, at_once: int) -> None:
+    import negotiation.llm.transformers_backend as tb
+
+    if mode == MODES[0]:
+        tb.return_freed_memory = lambda: False  # the backend as it was: glibc's own rule
+    from llm import decision_rates, play  # bench/, beside this file
+
+    from negotiation.llm.registry import get_backend
+
+    backend = get_backend("transformers", "smollm2", device="cpu")
+    samples: list[float] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.5):
+            samples.append(rss_mib())
+
+    loaded = rss_mib()
+    threading.Thread(target=sample, daemon=True).start()
+    run = play(backend, preset, list(range(episodes)), concurrent=True, max_workers=at_once)
+    done.set()
+    decisions, _, _ = decision_rates(run.results)
+    store = backend.kv._conversations.values() if backend.kv is not None else ()
+    kv_mib = sum(
+        (k.numel() * k.element_size() + v.numel() * v.element_size()) / 2**20
+        for entry in store
+        for k, v in entry.layers
+    )
+    print(
+        json.dumps(
+            {
+                "wall": run.wall,
+                "decisions": decisions,
+                "loaded": loaded,
+                "peak": max(samples, default=loaded),
+                "final": rss_mib(),
+                "kv": kv_mib,
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=24)
+    parser.add_argument("--at-once", type=int, default=12)
+    parser.add_argument("--preset", default="bilateral")
+    parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.preset, args.episodes, args.at_once)
+        return
+    print(
+        f"SmolLM2 buyers (free mode) on {args.preset}: {args.episodes} episodes, "
+        f"{args.at_once} at once, each allocation rule in a fresh process"
+    )
+    figures = {}
+    for mode in MODES:
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", mode, *sys.argv[1:]],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        f = figures[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+        print(
+            f"  {mode:>16}: play {f['wall']:6.1f} s ({time.perf_counter() - started:5.1f} s "
+            f"with loading), {f['decisions']} decisions; resident memory after loading "
+            f"{f['loaded'] / 1024:5.2f} GiB, peak {f['peak'] / 1024:5.2f} GiB, at the end "
+            f"{f['final'] / 1024:5.2f} GiB (of which {f['kv'] / 1024:4.2f} GiB in the "
+            f"key/value store)"
+        )
+    old, new = (figures[m] for m in MODES)
+    print(
+        f"  fixed / default: peak x{new['peak'] / old['peak']:.2f}, at the end "
+        f"x{new['final'] / old['final']:.2f}, play time x{new['wall'] / old['wall']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
