@@ -54,12 +54,16 @@ def child(mode: str, preset: str, episodes: int, at_once: int) -> None:
     run = play(backend, preset, list(range(episodes)), concurrent=True, max_workers=at_once)
     done.set()
     decisions, _, _ = decision_rates(run.results)
-    store = backend.kv._conversations.values() if backend.kv is not None else ()
-    kv_mib = sum(
-        (k.numel() * k.element_size() + v.numel() * v.element_size()) / 2**20
-        for entry in store
-        for k, v in entry.layers
+    config = backend.model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    token_bytes = (  # keys and values of every layer, as the store holds them
+        config.num_hidden_layers
+        * 2
+        * config.num_key_value_heads
+        * head_dim
+        * next(backend.model.parameters()).element_size()
     )
+    kv_mib = (backend.kv.tokens() if backend.kv is not None else 0) * token_bytes / 2**20
     print(
         json.dumps(
             {
