@@ -389,7 +389,10 @@ def test_an_analyst_plays_the_seller_to_the_end_and_never_sees_the_buyer(page, s
     assert figures, state.keys()
     text = "\n".join(page_during)
     for x in figures:
-        for shown in (f"{x:.2f}", f"{x:,.2f}", json.dumps(x)):
+        # As the page writes money, and as the server's JSON writes a float (154.0, never a
+        # bare 154: the browser hands a whole number back as an int, which would match any
+        # quantity, id or 154.37 in the text).
+        for shown in (f"{x:.2f}", f"{x:,.2f}", json.dumps(float(x))):
             # the figure itself, not a longer number that starts with it (15.4 in 15.46)
             assert not re.search(rf"(?<![\d.,]){re.escape(shown)}(?![\d])", text), shown
     assert '"budget' not in text and "rationale" not in text

@@ -31,10 +31,14 @@ _LANES = 8
 
 
 def _svml_address() -> int | None:
-    """The address of numpy's SVML power, where numpy exports it."""
+    """The address of numpy's SVML power, where numpy exports it and this CPU runs it.
+    numpy exports the symbol on every x86-64 machine, but calls it only under its
+    AVX512_SKX dispatch; anywhere else the call is an illegal instruction (SIGILL)."""
     try:
         from numpy._core import _multiarray_umath as umath
 
+        if not umath.__cpu_features__.get("AVX512_SKX"):
+            return None
         return ctypes.cast(getattr(ctypes.CDLL(umath.__file__), _SYMBOL), ctypes.c_void_p).value
     except (AttributeError, ImportError, OSError):
         return None

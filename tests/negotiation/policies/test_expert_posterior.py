@@ -648,6 +648,30 @@ def test_compiled_powers_are_numpys():
         np.testing.assert_array_equal(out, x**-exps)
 
 
+def test_numpys_svml_power_is_called_only_where_numpy_dispatches_to_it():
+    """numpy exports its AVX-512 power on every x86-64 CPU; calling it on one without
+    AVX-512 kills the process (SIGILL: it took the browser tests' server down on an AMD
+    host). With the feature reported absent, a fresh interpreter never takes that path
+    and still reproduces numpy with the C library's pow."""
+    import subprocess
+    import sys
+
+    from numpy._core import _multiarray_umath as umath
+
+    from negotiation.policies.expert import numpow
+
+    assert bool(umath.__cpu_features__.get("AVX512_SKX")) == numpow.SVML_POW
+    script = (
+        "from numpy._core import _multiarray_umath as umath\n"
+        "umath.__cpu_features__['AVX512_SKX'] = False\n"
+        "from negotiation.policies.expert import numpow\n"
+        "print(numpow._ADDRESS, numpow.SVML_POW)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["None", "False"]
+
+
 def test_compiled_paths_price_the_candidates_as_numpy():
     """ahead_offer's compiled walk of every set's paths (paths.best_paths) gives each
     candidate the mean price numpy's one-axis-per-offer form gives (posterior_reference),
