@@ -1,7 +1,8 @@
-"""Resident memory of a CPU model process playing SmolLM2-buyer episodes, with glibc's
-default allocation rule and with the fixed mmap threshold the transformers backend now
-sets (negotiation/llm/freed_memory.py), in ONE run: each in its own fresh process (the
-setting is process-wide and one-way), the same episodes (``bilateral``, free mode, seeds
+"""Resident memory of a CPU model process playing SmolLM2-buyer episodes under three
+allocation rules (negotiation/llm/freed_memory.py), in ONE run: glibc's default, a fixed
+128 KiB mmap threshold, and the backend's own (the default, trimmed after each call). Each
+runs in its own fresh process (the threshold is process-wide and one-way), the same
+episodes (``bilateral``, free mode, seeds
 0..N-1, ``--at-once`` in play through one batching backend).
 
 Printed per process: wall time, decisions, peak and final resident memory (sampled every
@@ -9,7 +10,7 @@ Printed per process: wall time, decisions, peak and final resident memory (sampl
 ratios. Quiet machine for the wall times; the memory figures do not depend on load.
 
 Usage: PYTHONPATH=$PWD:$PWD/bench .venv/bin/python bench/llm_memory.py \
-           [--episodes 24] [--at-once 12] [--preset bilateral]
+           [--episodes 24] [--at-once 12] [--preset bilateral] [--rules "glibc default,..."]
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import threading
 import time
 
-MODES = ("glibc default", "fixed threshold")
+MODES = ("glibc default", "fixed threshold", "trim each call")
 
 
 def rss_mib() -> float:
@@ -35,8 +36,12 @@ def rss_mib() -> float:
 def child(mode: str, preset: str, episodes: int, at_once: int) -> None:
     import negotiation.llm.transformers_backend as tb
 
-    if mode == MODES[0]:
-        tb.return_freed_memory = lambda: False  # the backend as it was: glibc's own rule
+    if mode != MODES[2]:
+        tb.release_freed_memory = lambda: False  # no trim: glibc's own rule, or the fixed one
+    if mode == MODES[1]:
+        from negotiation.llm.freed_memory import fix_mmap_threshold
+
+        assert fix_mmap_threshold()
     from llm import decision_rates, play  # bench/, beside this file
 
     from negotiation.llm.registry import get_backend
@@ -83,6 +88,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=24)
     parser.add_argument("--at-once", type=int, default=12)
     parser.add_argument("--preset", default="bilateral")
+    parser.add_argument(
+        "--rules", default=",".join(MODES), help=f"which of: {', '.join(MODES)} (the first: 1.00)"
+    )
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -92,8 +100,11 @@ def main() -> None:
         f"SmolLM2 buyers (free mode) on {args.preset}: {args.episodes} episodes, "
         f"{args.at_once} at once, each allocation rule in a fresh process"
     )
+    rules = args.rules.split(",")
+    if unknown := set(rules) - set(MODES):
+        parser.error(f"unknown rules {sorted(unknown)}: choose from {', '.join(MODES)}")
     figures = {}
-    for mode in MODES:
+    for mode in rules:
         started = time.perf_counter()
         out = subprocess.run(
             [sys.executable, __file__, "--child", mode, *sys.argv[1:]],
@@ -109,11 +120,13 @@ def main() -> None:
             f"{f['final'] / 1024:5.2f} GiB (of which {f['kv'] / 1024:4.2f} GiB in the "
             f"key/value store)"
         )
-    old, new = (figures[m] for m in MODES)
-    print(
-        f"  fixed / default: peak x{new['peak'] / old['peak']:.2f}, at the end "
-        f"x{new['final'] / old['final']:.2f}, play time x{new['wall'] / old['wall']:.2f}"
-    )
+    old = figures[rules[0]]
+    for mode in rules[1:]:
+        new = figures[mode]
+        print(
+            f"  {mode} / {rules[0]}: peak x{new['peak'] / old['peak']:.2f}, at the end "
+            f"x{new['final'] / old['final']:.2f}, play time x{new['wall'] / old['wall']:.2f}"
+        )
 
 
 if __name__ == "__main__":

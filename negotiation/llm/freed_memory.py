@@ -6,37 +6,59 @@ its mmap threshold with its own mapping, returned to the system when freed; but 
 default the threshold rises to the size of each such block freed (up to 32 MiB), after
 which blocks of that size come from the threads' heap arenas. Freed there, they stay in
 the process wherever a live small block sits above them, so resident memory only grows
-while every episode's own memory stays bounded. ``return_freed_memory`` fixes the
-threshold (which also turns that rise off), so large blocks are always mapped and
-unmapped. The cost is a page-fault pass over each new large block.
+while every episode's own memory stays bounded.
+
+Two remedies, one per function:
+
+- ``release_freed_memory`` (what the transformers backend calls after each call on CPU):
+  ``malloc_trim(0)`` hands back every whole free page in every arena. Within a call,
+  freed blocks are reused from the heap as glibc intends; the pages are faulted in again
+  once per call, not once per token.
+- ``fix_mmap_threshold``: a fixed threshold (which also turns the rise off), so large
+  blocks are always mapped and unmapped: no growth, but a page-fault pass over every
+  large block, at every decode step (bench/llm_memory.py compares the three rules).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import threading
+import functools
+from typing import Any
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
 MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's own starting value
-_done = False
-_lock = threading.Lock()
 
 
-def return_freed_memory() -> bool:
-    """Fix the process's mmap threshold at 128 KiB, once; True where glibc took it (False
-    on other C libraries, where nothing changes)."""
-    global _done
-    with _lock:
-        if _done:
-            return True
-        name = ctypes.util.find_library("c")
-        if name is None:
-            return False
-        try:
-            mallopt = ctypes.CDLL(name).mallopt
-        except (OSError, AttributeError):  # musl and others have no mallopt
-            return False
-        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-        _done = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
-        return _done
+@functools.cache
+def _libc() -> Any | None:
+    """The C library, where it is glibc (has malloc_trim and mallopt); else None."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        for fn in (libc.malloc_trim, libc.mallopt):  # musl and others have neither
+            fn.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return libc
+
+
+def release_freed_memory() -> bool:
+    """Return every whole free page of the heap arenas to the system; True where glibc did
+    it (False on other C libraries, where nothing changes). Safe from any thread."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Fix the process's mmap threshold (process-wide and one-way); True where glibc took
+    it."""
+    libc = _libc()
+    return libc is not None and libc.mallopt(M_MMAP_THRESHOLD, threshold) == 1

@@ -36,7 +36,7 @@ from .attention import register as attention_register
 from .backend import ChatRequest, ChatResult
 from .constrained import JsonSchemaConstraint, schema_key
 from .decoding import Decoder, RowRule
-from .freed_memory import return_freed_memory
+from .freed_memory import release_freed_memory
 from .growing_cache import growing_cache, is_plain
 from .kv_cache import KVEntry, KVStore, Reuse
 from .models import resolve_model
@@ -96,8 +96,6 @@ class TransformersBackend(LocalBatchBackend):
         if dtype == "auto":
             dtype = "float32" if device == "cpu" else "bfloat16"
         self.device = torch.device(device)
-        if self.device.type == "cpu":
-            return_freed_memory()  # else the lane's resident memory grows until it is killed
         self.max_batch_size = opts.max_batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.tokenizer.padding_side = "left"
@@ -466,6 +464,13 @@ class TransformersBackend(LocalBatchBackend):
             latency_s=latency,
             cached_tokens=cached_tokens,
         )
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        try:
+            return super().generate(requests)
+        finally:
+            if self.device.type == "cpu":  # else a long-lived lane grows until it is killed
+                release_freed_memory()
 
     def close(self) -> None:
         if self.kv is not None:
