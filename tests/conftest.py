@@ -7,7 +7,6 @@ green CI run really exercised the services.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -67,37 +66,11 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
         spec.env.update(xdist_worker_env(index, len(specs), os.environ))
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests (a real model, minutes each) first: under xdist they start at once and
     the other worker takes the many short tests meanwhile, instead of one of them being
-    the last thing left to wait for. A stable sort: the rest keep their order. Then, under
-    ``--dist loadgroup``, each ``xdist_group`` mark is applied (_group_ids)."""
+    the last thing left to wait for. A stable sort: the rest keep their order."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    # (an xdist worker's "dist" reads "no": xdist keeps the choice in "loadgroup")
-    if config.getoption("dist", "no") == "loadgroup" or config.getoption("loadgroup", False):
-        _group_ids(items)
-
-
-def _group_ids(items: list[pytest.Item]) -> None:
-    """Give each item marked ``xdist_group("g")`` the id ``<its id>@g``, which is how
-    xdist's loadgroup scheduler sends a group to one worker (so a module's one browser
-    site, model load or engine run happens once, not once per worker). xdist 3.8 writes
-    the suffix to ``Item._nodeid``, which pytest 9 no longer reads: the id is the string
-    of ``Item._id``, so the suffix goes into a copy of that id's cached string (an equal
-    NodeId: pytest's own lookups by id are unchanged)."""
-    for item in items:
-        names = sorted(
-            {
-                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                for m in item.iter_markers("xdist_group")
-            }
-        )
-        node_id = getattr(item, "_id", None)
-        if not names or node_id is None or "@" in item.nodeid:
-            continue
-        grouped = dataclasses.replace(node_id)
-        object.__setattr__(grouped, "_str_cache", f"{item.nodeid}@{'_'.join(names)}")
-        item._id = grouped
 
 
 @pytest.hookimpl(wrapper=True)
