@@ -253,6 +253,20 @@ def decision_rates(results: list[Any]) -> tuple[int, float, float]:
     return len(steps), invalid / max(1, len(steps)), fallbacks / max(1, len(steps))
 
 
+def fallback_reasons(results: list[Any]) -> str:
+    """Why the buyer's replies were not used, most frequent first (a rate hides it), and
+    how many the token limit cut inside their text and were closed and played."""
+    steps = [s for r in results for s in r.steps]
+    reasons = Counter(
+        (s.decision.llm_error or "?")[:60]
+        for s in steps
+        if s.decision.actor.startswith("fallback")  # the buyer's own, not a supplier's
+    )
+    closed = sum(s.decision.actor == "llm" and s.decision.llm_error is not None for s in steps)
+    shown = "; ".join(f"{n} x {why!r}" for why, n in reasons.most_common(4)) or "none"
+    return f"{shown}; cut replies closed and played: {closed}"
+
+
 def episodes(backends: dict[str, LLMBackend], n_single: int, n_many: int, max_steps: int) -> None:
     print(
         f"\nSmolLM2 buyer episodes on {PRESET}, first {max_steps} decisions each "
@@ -277,6 +291,7 @@ def episodes(backends: dict[str, LLMBackend], n_single: int, n_many: int, max_st
                 f"invalid {invalid:.1%}, fallbacks {fallback:.1%} ({decisions} decisions, "
                 f"{completion / max(1, len(answered)):.0f} reply tokens each, {run.wall:.0f} s)"
             )
+            print(f"{'':>28}fallbacks: {fallback_reasons(run.results)}")
 
 
 # ---------------------------------------------------------------------- 4. quality
@@ -329,7 +344,8 @@ def quality(
                 f"smollm2 {mode}",
                 run.results,
                 f"invalid {invalid:.1%}, fallbacks {fallback:.1%} of {decisions} decisions, "
-                f"{run.wall:.0f} s; actions {action_counts(run.results)}",
+                f"{run.wall:.0f} s; actions {action_counts(run.results)}; "
+                f"fallbacks: {fallback_reasons(run.results)}",
             )
         for name in BASELINES:
             results = [run_episode(preset, get_policy(name, seed=s), s) for s in ids]

@@ -13,13 +13,16 @@ an error string instead of raising, so the caller counts the failure and falls b
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from functools import cache
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..action_spec import MAX_MESSAGE
+from ..action_spec import MAX_MESSAGE, RATIONALE
+from .backend import ChatResult
 
+TEXT_KEYS = ("message", RATIONALE)  # every reply model's free text (always its last fields)
 TEXT_MAX = 400  # message / rationale length asked of a model (the engine allows 2000)
 
 Price = Annotated[float, Field(gt=0.0)]
@@ -94,6 +97,58 @@ def first_json_object(text: str) -> Any:
             return obj
         start = text.find("{", start + 1)
     raise ValueError("no JSON object in the reply")
+
+
+def close_cut_reply(text: str, text_keys: Collection[str]) -> str | None:
+    """A JSON reply that the token limit cut inside the value of one of ``text_keys``
+    (free text), closed where it stopped: that string ends there (less any half-written
+    escape) and every open object closes. The reply schemas put free text last, after
+    every field that decides, so such a cut only shortens words. None when the cut is
+    anywhere else (another value, a key, a number, the structure)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    cut = text[start:]
+    closers: list[str] = []
+    key, opened, in_string, value, escaped, after_colon = None, 0, False, False, False, False
+    for i, char in enumerate(cut):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if not value:  # a key: remember it for its value
+                    key = cut[opened + 1 : i]
+            continue
+        if char == '"':
+            in_string, value, opened = True, after_colon, i
+        elif char in "{[":
+            closers.append("}" if char == "{" else "]")
+        elif char in "}]" and closers:
+            closers.pop()
+        if not char.isspace():
+            after_colon = char == ":"
+    if not (in_string and value and key in text_keys and closers):
+        return None
+    for drop in range(7):  # a half-written escape: at most a backslash and "u" + 4 digits
+        candidate = cut[: len(cut) - drop] + '"' + "".join(reversed(closers))
+        try:
+            json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        return candidate
+    return None
+
+
+def reply_text(result: ChatResult) -> tuple[str, bool]:
+    """The reply to parse, and whether it is one the token limit cut inside its free text
+    and ``close_cut_reply`` closed (only a ``length`` finish is closed: other broken JSON
+    is the model's own)."""
+    if result.finish_reason == "length" and (closed := close_cut_reply(result.text, TEXT_KEYS)):
+        return closed, True
+    return result.text, False
 
 
 def _describe(exc: ValidationError) -> str:

@@ -26,7 +26,13 @@ from typing import Any
 from ..action_mask import valid_actions
 from ..llm import resolve_backend
 from ..llm.backend import ChatMessage, ChatRequest, ChatResult, generate_one
-from ..llm.replies import adapter_for, parse_json_reply, reply_json_schema, text_max_for
+from ..llm.replies import (
+    adapter_for,
+    parse_json_reply,
+    reply_json_schema,
+    reply_text,
+    text_max_for,
+)
 from ..observation import Observation
 from .action_schema import Narration, Rationale, parse_action
 from .base import DecisionMeta, Policy
@@ -92,15 +98,18 @@ class LLMBuyerPolicy(Policy):
             action = self._fall_back(obs, None, result.error or "backend error", parse=False)
             self.chat.answer_action(action)
             return action
-        action, error = parse_action(result.text)
+        text, cut = self._reply_text(result)
+        action, error = parse_action(text)
         if action is None:
             action = self._fall_back(obs, None, error or "unusable reply", parse=True)
             self.chat.answer_action(action)
             return action
         # Only a backend that ignores the schema gets here; the engine will say why.
         self.stats["llm_outside_mask"] += int(not mask.admits(action))
-        self.chat.answer(result.text.strip())
-        self.last_decision = DecisionMeta("llm", action.get("message"), action.get("rationale"))
+        self.chat.answer(text.strip())
+        self.last_decision = DecisionMeta(
+            "llm", action.get("message"), action.get("rationale"), llm_error=cut
+        )
         return action
 
     def _narrate(self, obs: Observation) -> dict[str, Any]:
@@ -112,14 +121,27 @@ class LLMBuyerPolicy(Policy):
         result = self._generate(obs, messages, schema, conversation=False)
         if not result.ok:
             return self._fall_back(obs, action, result.error or "backend error", parse=False)
-        reply, error = parse_json_reply(result.text, adapter_for(reply_model))
+        text, cut = self._reply_text(result)
+        reply, error = parse_json_reply(text, adapter_for(reply_model))
         if reply is None:
             return self._fall_back(obs, action, error or "unusable reply", parse=True)
         words = reply.model_dump()
-        self.last_decision = DecisionMeta("llm", words.get("message"), words["rationale"])
+        self.last_decision = DecisionMeta(
+            "llm", words.get("message"), words["rationale"], llm_error=cut
+        )
         return {**action, **words}
 
     # ------------------------------------------------------------------ plumbing
+    def _reply_text(self, result: ChatResult) -> tuple[str, str | None]:
+        """The reply, and the note for its row when the token limit cut its words."""
+        text, cut = reply_text(result)
+        return (
+            text,
+            f"reply cut at the {self.max_tokens}-token limit; its text closed there"
+            if cut
+            else None,
+        )
+
     def _generate(
         self,
         obs: Observation,

@@ -28,12 +28,14 @@ class ScriptedBackend(LLMBackend):
         *,
         delay_s: float = 0.0,
         error: Callable[[ChatRequest], str | None] | None = None,
+        finish: str = "stop",
     ) -> None:
         super().__init__()
         self._reply = reply
         self._queue = None if callable(reply) else list(reply)
         self.delay_s = delay_s
         self.error = error
+        self.finish = finish  # "length": every reply is one the token limit cut
         self.requests: list[ChatRequest] = []
         self._busy = threading.Lock()
 
@@ -55,7 +57,7 @@ class ScriptedBackend(LLMBackend):
         if failure:
             return ChatResult("", "timeout", error=failure)
         text = self._queue.pop(0) if self._queue is not None else self._reply(request)
-        return ChatResult(text, prompt_tokens=len(request.messages[-1].content) // 4)
+        return ChatResult(text, self.finish, prompt_tokens=len(request.messages[-1].content) // 4)
 
 
 def prompt(request: ChatRequest) -> str:

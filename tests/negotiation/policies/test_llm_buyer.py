@@ -102,6 +102,42 @@ def test_backend_errors_and_exceptions_fall_back_but_are_not_parse_failures() ->
     assert result.steps[0].decision.llm_error.startswith("IndexError")
 
 
+def _cut(reply: str) -> str:
+    """The reply as a token limit stops it: inside its last text (the rationale)."""
+    assert reply.endswith('"}') and len(json.loads(reply)["rationale"]) > 5
+    return reply[:-6]
+
+
+def test_a_reply_the_token_limit_cut_inside_its_text_keeps_the_models_decision() -> None:
+    whole = run_episode(
+        "bilateral_cooperative", get_policy("llm", backend=ScriptedBackend(simple_buyer)), 3
+    )
+    cut = ScriptedBackend(lambda r: _cut(simple_buyer(r)), finish="length")
+    result = run_episode("bilateral_cooperative", get_policy("llm", backend=cut), 3)
+    assert result.metrics["llm_fallbacks"] == result.metrics["llm_parse_failures"] == 0
+    assert len(result.steps) == len(whole.steps)
+    for step, full in zip(result.steps, whole.steps, strict=True):
+        assert step.decision.actor == "llm"
+        assert {k: v for k, v in step.action.items() if k != "rationale"} == {
+            k: v for k, v in full.action.items() if k != "rationale"
+        }
+        assert full.action["rationale"].startswith(step.action["rationale"])
+        assert step.action["rationale"] != full.action["rationale"]
+        assert step.decision.llm_error == ("reply cut at the 96-token limit; its text closed there")
+    # the model's next prompt holds the closed reply as its turn: valid JSON
+    turns = [m.content for m in cut.requests[-1].messages if m.role == "assistant"]
+    assert turns and all(json.loads(t)["action_type"] for t in turns)
+
+
+def test_a_reply_cut_short_without_the_token_limit_is_not_closed() -> None:
+    """Only the backend's "length" finish means the limit cut it; other broken JSON is
+    the model's own and falls back, counted."""
+    backend = ScriptedBackend(lambda r: _cut(simple_buyer(r)))
+    result = run_episode("bilateral_cooperative", get_policy("llm", backend=backend), 3)
+    assert result.metrics["llm_parse_failures"] == len(result.steps)
+    assert result.steps[0].decision.llm_error == "no JSON object in the reply"
+
+
 def test_an_invalid_model_action_costs_its_slot_and_its_error_is_shown_next() -> None:
     replies = [
         json.dumps(

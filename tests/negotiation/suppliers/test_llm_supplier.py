@@ -95,6 +95,22 @@ def test_unusable_supplier_replies_fall_back_to_the_rule_persona_counted() -> No
     assert all(not s.decision.llm_parse_failure for s in res.steps)
 
 
+def test_a_supplier_reply_the_token_limit_cut_in_its_message_keeps_its_decision() -> None:
+    """Cut inside its message (the last field), the reply is closed there: the model's
+    decision and price stand, the message is its first words, and nothing falls back."""
+    cfg = _cfg("bilateral_hardball", ["hardball"])
+    whole = run_episode(cfg, "expert", 5, llm_backend=ScriptedBackend(fair_supplier))
+    cut = ScriptedBackend(lambda r: fair_supplier(r)[:-3], finish="length")  # less '."}'
+    played = run_episode(cfg, "expert", 5, llm_backend=cut)
+    assert played.metrics["supplier_llm_fallbacks"] == 0
+    answered = [(s, w) for s, w in zip(played.steps, whole.steps, strict=True) if s.response]
+    assert answered and all(s.supplier_actor == "llm" for s, _ in answered)
+    for step, full in answered:
+        assert step.response["response"] == full.response["response"]
+        assert step.response["price"] == full.response["price"]
+        assert step.response["message"] == full.response["message"].removesuffix(".")
+
+
 def test_buyer_and_supplier_models_share_one_backend() -> None:
     from tests.negotiation.llm.scripted import both, simple_buyer
 
