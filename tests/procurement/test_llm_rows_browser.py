@@ -25,6 +25,15 @@ PolicyConfig.objects.create(
 )
 """
 REPAIR = "accept below its floor: countered at the floor"
+CUT = "reply cut at the 96-token limit; its text closed there"
+# Rows the snapshot is edited to show (the engine's own fields, as a model-played episode
+# stores them): a guard repair on the first, a model-played row whose reply the token
+# limit cut, and a plain model-played row.
+EDITS = {
+    0: {"guard_repairs": [REPAIR]},
+    1: {"actor": "llm", "llm_error": CUT},
+    2: {"actor": "llm", "llm_error": None},
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,15 +54,16 @@ def start(page, site, scenario: str, policy: str) -> str:
     return page.url
 
 
-def with_a_guard_repair(ws) -> None:
-    """The stream as it is, but for a guard repair reason on the snapshot's first row (the
-    engine's per-step ``guard_repairs``, which the page shows whenever a row has it)."""
+def with_edited_rows(ws) -> None:
+    """The stream as it is, but for ``EDITS`` on the snapshot's rows (fields the page
+    shows whenever a row has them)."""
     server = ws.connect_to_server()
 
     def to_page(message: str | bytes) -> None:
         event = json.loads(message)
-        if event.get("type") == "episode.snapshot" and event["decisions"]:
-            event["decisions"][0]["guard_repairs"] = [REPAIR]
+        if event.get("type") == "episode.snapshot":
+            for row, fields in EDITS.items():
+                event["decisions"][row].update(fields)
         ws.send(json.dumps(event))
 
     server.on_message(to_page)
@@ -70,7 +80,7 @@ def test_fallback_rows_show_who_played_and_why(page, site) -> None:
     except PlaywrightTimeoutError:
         shown = {k: page.locator(f"#{k}").text_content() for k in ("status", "waiting")}
         pytest.fail(f"not finished after 600 s: {shown}\n{site.log_tail()}")
-    page.route_web_socket(re.compile(r"/ws/episodes/\d+/$"), with_a_guard_repair)
+    page.route_web_socket(re.compile(r"/ws/episodes/\d+/$"), with_edited_rows)
     page.goto(url)
     page.wait_for_selector("#timeline tbody tr")
     first = page.locator("#timeline tbody tr").first
@@ -83,6 +93,12 @@ def test_fallback_rows_show_who_played_and_why(page, site) -> None:
     assert "unusable" in answered.first.text_content()
     assert first.locator(".mark.repair").text_content() == "guard repair"
     assert REPAIR in first.text_content()
+    # a model-played row is marked with its model once; a cut reply says so, with why
+    rows = page.locator("#timeline tbody tr")
+    cut, plain = (rows.nth(i).locator(".mark").all_text_contents() for i in (1, 2))
+    assert cut[0].startswith("LLM ") and cut[1] == "reply cut", cut
+    assert CUT in rows.nth(1).text_content()
+    assert plain[0].startswith("LLM ") and "reply cut" not in plain and "llm" not in plain, plain
     assert page.locator("#waiting").is_hidden()  # finished: it waits for nothing
     screenshot(page, "episode-llm-fallbacks-1366")
     page.set_viewport_size({"width": 390, "height": 844})

@@ -40,9 +40,10 @@
     const out = [], model = page.model || "model";
     const actor = d.actor || "policy", supplier = d.supplier_actor || "";
     const buyerFellBack = actor.startsWith("fallback:");
-    if (actor === "llm") out.push(["llm", `LLM ${model}`]);
-    if (actor === "llm" && d.llm_error) out.push(["repair", "reply cut", d.llm_error]);
-    else if (buyerFellBack) out.push(["fallback", `fallback: ${actor.slice(9)}`, d.llm_error || "the model's reply was unusable"]);
+    if (actor === "llm") {
+      out.push(["llm", `LLM ${model}`]);
+      if (d.llm_error) out.push(["repair", "reply cut", d.llm_error]);  // closed where the token limit cut it
+    } else if (buyerFellBack) out.push(["fallback", `fallback: ${actor.slice(9)}`, d.llm_error || "the model's reply was unusable"]);
     else if (actor !== "policy") out.push(["", actor]);
     if (supplier === "llm") out.push(["llm", `supplier LLM ${model}`]);
     else if (supplier.startsWith("fallback:")) {
