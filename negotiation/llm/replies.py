@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..action_spec import MAX_MESSAGE, RATIONALE
 from .backend import ChatResult
 
-TEXT_KEYS = ("message", RATIONALE)  # every reply model's free text (always its last fields)
+# The buyer's free text: its reply schemas write it last, after every field that decides
+# (not the LLM supplier's decision, whose counter price follows its message).
+TEXT_KEYS = ("message", RATIONALE)
 TEXT_MAX = 400  # message / rationale length asked of a model (the engine allows 2000)
 
 Price = Annotated[float, Field(gt=0.0)]

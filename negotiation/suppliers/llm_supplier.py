@@ -32,7 +32,6 @@ from ..llm.replies import (
     adapter_for,
     parse_json_reply,
     reply_json_schema,
-    reply_text,
     text_max_for,
 )
 from .guard import (
@@ -95,7 +94,7 @@ class LLMSupplierPolicy(SupplierPolicy):
         result = generate_one(self.backend, request)
         if not result.ok:
             return self._fallback(ctx, "backend")
-        reply, _ = parse_json_reply(reply_text(result)[0], adapter_for(SupplierReply))
+        reply, _ = parse_json_reply(result.text, adapter_for(SupplierReply))
         if reply is None:
             return self._fallback(ctx, "parse")
         if reply.decision == "accept":
@@ -137,7 +136,7 @@ class LLMSupplierPolicy(SupplierPolicy):
             json_schema=reply_json_schema(SupplierMessage, text_max_for(self.message_tokens, 1)),
         )
         result = generate_one(self.backend, request)
-        reply, _ = parse_json_reply(reply_text(result)[0], adapter_for(SupplierMessage))
+        reply, _ = parse_json_reply(result.text, adapter_for(SupplierMessage))
         if not result.ok or reply is None:
             return proposal
         proposal.message = reply.message

@@ -159,10 +159,13 @@ def supplier_prompt(ctx: SupplierContext, variant: int = 0) -> SupplierPrompt:
     ask = fmt_price(ask_value)
     prices = counter_prices(ctx)
     kinds = tuple(k for k in allowed_kinds(ctx) if k != "counter" or prices)
-    counter = f"a counter names it, or holds at your last counter {fmt_price(prices[0])}"
+    # (an offer over every counter leaves none: the prompt then only allows accepting)
+    counter = "a counter names it"
+    if len(prices) > 1:
+        counter += f", or holds at your last counter {fmt_price(prices[0])}"
     facts = [
         f"- style: {style_sentence(ctx.persona)}",
-        f"- {PLANNED_ASK} now: {ask}; " + (counter if len(prices) > 1 else "a counter names it"),
+        f"- {PLANNED_ASK} now: {ask}; {counter}",
         f"- {STRESS}: {_stress(sh.stress)}; {PATIENCE}: {_patience(ctx.round, th.patience)}",
     ]
     offer = fmt_price(ctx.offer)
