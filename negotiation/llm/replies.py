@@ -104,9 +104,9 @@ def first_json_object(text: str) -> Any:
 def close_cut_reply(text: str, text_keys: Collection[str]) -> str | None:
     """A JSON reply that the token limit cut inside the value of one of ``text_keys``
     (free text), closed where it stopped: that string ends there (less any half-written
-    escape) and every open object closes. The reply schemas put free text last, after
-    every field that decides, so such a cut only shortens words. None when the cut is
-    anywhere else (another value, a key, a number, the structure)."""
+    escape) and every open object closes. Where a schema puts that text last, after every
+    field that decides (``TEXT_KEYS``), such a cut only shortens words. None when the cut
+    is anywhere else (another value, a key, a number, the structure)."""
     start = text.find("{")
     if start < 0:
         return None

@@ -159,7 +159,7 @@ def supplier_prompt(ctx: SupplierContext, variant: int = 0) -> SupplierPrompt:
     ask = fmt_price(ask_value)
     prices = counter_prices(ctx)
     kinds = tuple(k for k in allowed_kinds(ctx) if k != "counter" or prices)
-    # (an offer over every counter leaves none: the prompt then only allows accepting)
+    # holding the last counter is a choice only when it lies above the ask (two counters)
     counter = "a counter names it"
     if len(prices) > 1:
         counter += f", or holds at your last counter {fmt_price(prices[0])}"

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from negotiation.llm import ChatRequest, ChatResult, LLMBackend
+from negotiation.llm.backend import FinishReason
 
 Reply = Callable[[ChatRequest], str]
 
@@ -28,7 +29,7 @@ class ScriptedBackend(LLMBackend):
         *,
         delay_s: float = 0.0,
         error: Callable[[ChatRequest], str | None] | None = None,
-        finish: str = "stop",
+        finish: FinishReason = "stop",
     ) -> None:
         super().__init__()
         self._reply = reply

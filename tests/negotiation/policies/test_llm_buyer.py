@@ -123,7 +123,7 @@ def test_a_reply_the_token_limit_cut_inside_its_text_keeps_the_models_decision()
         }
         assert full.action["rationale"].startswith(step.action["rationale"])
         assert step.action["rationale"] != full.action["rationale"]
-        assert step.decision.llm_error == ("reply cut at the 96-token limit; its text closed there")
+        assert step.decision.llm_error == "reply cut at the 96-token limit; its text closed there"
     # the model's next prompt holds the closed reply as its turn: valid JSON
     turns = [m.content for m in cut.requests[-1].messages if m.role == "assistant"]
     assert turns and all(json.loads(t)["action_type"] for t in turns)
