@@ -12,8 +12,9 @@ baselines, on held-out seeds never used in training, everything in ONE run.
    backend each) and expert, always_accept, random. Score with its bootstrap 95 % CI
    (``evaluation.summarise``), deal rate, buyer share, invalid-action rate (engine-refused
    actions per decision) and fallback rate (replies the policy could not use).
-4. Output under ``--out``: ``results.json``, ``table.md``, ``curves.png`` (SFT loss,
-   GRPO reward and learning rate per step), and the trained folders.
+4. Output under ``--out`` (default DATA_DIR/bench_train, which the Training page shows):
+   ``results.json`` (negotiation/training/report.py's Report), ``table.md``, ``curves.png``
+   (SFT loss, GRPO reward and learning rate per step), and the trained folders.
 
 Usage: .venv/bin/python bench/train.py [--train-episodes 8] [--sft-steps 30]
        [--grpo-steps 4] [--eval-seeds 50] [--eval-presets bilateral,...] [--device cpu]
@@ -25,12 +26,14 @@ import argparse
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from negotiation import get_policy, run_episode
-from negotiation.evaluation import summarise
+from negotiation.evaluation import BOOTSTRAP_RESAMPLES, summarise
 from negotiation.interfaces.concurrent import run_episodes_concurrently
+from negotiation.league import paired_difference
 from negotiation.llm.models import smollm2_folder
 from negotiation.llm.registry import get_backend
 from negotiation.scenarios import bilateral_presets
@@ -41,6 +44,7 @@ from negotiation.training import (
     chat_examples,
     run_training,
 )
+from negotiation.training.report import CURVES_FILE, REPORT_DIR, write_report
 
 BILATERAL = bilateral_presets()
 BASELINES = ("expert", "always_accept", "random")
@@ -178,7 +182,43 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
 def cell(preset: str, policy: str, results: list[Any], wall: float) -> dict[str, Any]:
     rows = [row(r) for r in results]
     numbers = summarise(rows, key=f"{preset}/{policy}", metrics=METRICS)
-    return {"preset": preset, "policy": policy, "wall_s": round(wall, 1), **numbers}
+    # What it played (a model that never awards scores 0 however well it haggles), and
+    # each seed's score for the paired differences.
+    actions = Counter(s.action.get("action_type", "?") for r in results for s in r.steps)
+    return {
+        "preset": preset,
+        "policy": policy,
+        "wall_s": round(wall, 1),
+        **numbers,
+        "actions": dict(actions.most_common()),
+        "scores": {str(r.seed): r.score for r in results},
+    }
+
+
+# (player, against): the differences the issue asks for, paired over the same seeds
+PAIRS = (("sft", "smollm2"), ("sft+grpo", "sft"), ("sft", "expert"), ("sft", "always_accept"))
+
+
+def differences(
+    table: list[dict[str, Any]], pairs: tuple[tuple[str, str], ...] = PAIRS
+) -> list[dict[str, Any]]:
+    """Per preset and (player, against) pair both played: mean score difference with its
+    paired bootstrap 95 % CI over their common seeds."""
+    at = {(c["preset"], c["policy"]): c for c in table}
+    out = []
+    for preset in dict.fromkeys(c["preset"] for c in table):
+        for player, against in pairs:
+            a, b = at.get((preset, player)), at.get((preset, against))
+            if a is None or b is None:
+                continue
+            diff = paired_difference(
+                {int(k): v for k, v in a["scores"].items()},
+                {int(k): v for k, v in b["scores"].items()},
+                key=f"{preset}/{player}-{against}",
+                resamples=BOOTSTRAP_RESAMPLES,
+            )
+            out.append({"preset": preset, "player": player, "against": against, **diff})
+    return out
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
@@ -186,8 +226,9 @@ def markdown(table: list[dict[str, Any]]) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
     lines = [
-        "| preset | policy | n | score [95 % CI] | deal rate | buyer share | invalid | fallback |",
-        "|---|---|---|---|---|---|---|---|",
+        "| preset | policy | n | score [95 % CI] | deal rate | buyer share | invalid | fallback "
+        "| actions played |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in table:
         s = c["score"]
@@ -195,7 +236,22 @@ def markdown(table: list[dict[str, Any]]) -> str:
             f"| {c['preset']} | {c['policy']} | {c['episodes']} | {num(s['mean'])} "
             f"[{num(s['ci_low'])}, {num(s['ci_high'])}] | {num(c['deal_rate'])} | "
             f"{num(c['buyer_share'])} | {num(c['invalid_action_rate'])} | "
-            f"{num(c['fallback_rate'])} |"
+            f"{num(c['fallback_rate'])} | "
+            + ", ".join(f"{k} {v}" for k, v in c["actions"].items())
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def markdown_differences(diffs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| preset | score difference | mean [95 % paired CI] | seeds |",
+        "|---|---|---|---|",
+    ]
+    for d in diffs:
+        lines.append(
+            f"| {d['preset']} | {d['player']} - {d['against']} | {d['mean']:+.3f} "
+            f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | {d['n']} |"
         )
     return "\n".join(lines)
 
@@ -213,11 +269,20 @@ def plot(curves: dict[str, list], path: Path) -> None:
         ("grpo", "reward"),
         ("sft", "learning_rate"),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
-    for ax, (kind, key) in zip(axes, panels, strict=True):
+    # Two columns, so the image still reads on a phone (the Training page scales it).
+    rows = (len(panels) + 1) // 2
+    fig, grid = plt.subplots(rows, 2, figsize=(9.0, 3.0 * rows), squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (kind, key) in zip(axes, panels, strict=False):
         points = [(p["step"], p[key]) for p in curves[kind] if key in p]
         if points:
             ax.plot(*zip(*points, strict=True), marker="o")
+        else:
+            ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
         ax.set_title(f"{kind.upper()} {key.replace('_', ' ')}")
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
@@ -261,7 +326,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-presets", type=lambda s: s.split(","), default=list(BILATERAL))
     p.add_argument("--max-prompt-chars", type=int, default=12_000)
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
-    p.add_argument("--out", type=Path, default=Path("data/bench_train"))
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(os.environ.get("DATA_DIR", "data")) / REPORT_DIR,
+        help="where the report goes; the Training page shows the one under DATA_DIR",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -271,7 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     trained = time.perf_counter()
     table = evaluate(args, folders)
     (args.out / "table.json").write_text(json.dumps(table, indent=2))
-    text = markdown(table)
+    diffs = differences(table)
+    text = markdown(table) + "\n\n" + markdown_differences(diffs)
     print(text)
     result = {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
@@ -282,10 +353,11 @@ def main(argv: list[str] | None = None) -> None:
         "folders": {k: str(v) for k, v in folders.items()},
         "curves": curves,
         "table": table,
+        "differences": diffs,
     }
-    (args.out / "results.json").write_text(json.dumps(result, indent=2))
+    write_report(args.out, result)
     (args.out / "table.md").write_text(text + "\n")
-    plot(curves, args.out / "curves.png")
+    plot(curves, args.out / CURVES_FILE)
     print(
         f"train {result['train_s']} s, eval {result['eval_s']} s, load {load} -> {os.getloadavg()}"
     )

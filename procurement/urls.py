@@ -64,6 +64,7 @@ urlpatterns = [
         "evaluations/<int:evaluation_id>/cell/", evaluations.evaluation_cell, name="evaluation-cell"
     ),
     path("training/", training.training_index, name="training-list-page"),
+    path("training/bench/curves.png", training.training_bench_image, name="training-bench-curves"),
     path("training/<int:run_id>/", training.training_detail, name="training-page"),
     path(
         "training/<int:run_id>/cancel/",

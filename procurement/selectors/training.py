@@ -4,9 +4,20 @@ Training page and its live stream show."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from negotiation.training import EpisodeSource
+from negotiation.training.report import (
+    CURVES_FILE,
+    REPORT_DIR,
+    RESULTS_FILE,
+    ReportError,
+    read_report,
+)
 from procurement.errors import NotFound
 from procurement.models import Episode, PolicyConfig, TrainingRun
 from procurement.selectors.episodes import buyer_action, episode_decisions, finished_episode_list
@@ -103,3 +114,26 @@ def training_snapshot(*, run_id: int) -> tuple[str, dict[str, Any]]:
 
 def training_run_list():
     return TrainingRun.objects.select_related("policy", "created_by").defer("metrics", "log_tail")
+
+
+def training_bench_report() -> dict[str, Any]:
+    """The training bench's last report (bench/train.py, under DATA_DIR) for the Training
+    page: ``report`` (None when there is none or it cannot be read), ``error`` (why it
+    cannot), ``written`` (when) and ``curves`` (whether its curves image exists)."""
+    folder = Path(settings.DATA_DIR) / REPORT_DIR
+    out: dict[str, Any] = {"report": None, "error": "", "written": None, "curves": False}
+    try:
+        out["report"] = read_report(folder)
+    except ReportError as exc:
+        out["error"] = str(exc)
+    if out["report"] is not None:
+        stamp = (folder / RESULTS_FILE).stat().st_mtime
+        out["written"] = datetime.fromtimestamp(stamp, tz=UTC)
+        out["curves"] = training_bench_curves() is not None
+    return out
+
+
+def training_bench_curves() -> Path | None:
+    """The bench report's curves image, when there is one."""
+    path = Path(settings.DATA_DIR) / REPORT_DIR / CURVES_FILE
+    return path if path.is_file() else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -10,7 +10,12 @@ from procurement.errors import ApplicationError
 from procurement.forms import StartTrainingForm
 from procurement.models import TrainingRun
 from procurement.roles import CAPABILITIES, has_role, user_role
-from procurement.selectors.training import training_payload, training_run_list
+from procurement.selectors.training import (
+    training_bench_curves,
+    training_bench_report,
+    training_payload,
+    training_run_list,
+)
 from procurement.services.training import training_cancel, training_create, training_requeue
 from procurement.views.access import call_service, role_required
 
@@ -28,9 +33,18 @@ def training_index(request: HttpRequest) -> HttpResponse:
         )
         if run is not None:
             return redirect("training-page", run_id=run.pk)
-    context = {"runs": training_run_list()[:200], "form": form}
+    context = {"runs": training_run_list()[:200], "form": form, "bench": training_bench_report()}
     status = 400 if form is not None and form.errors else 200
     return render(request, "procurement/training_list.html", context, status=status)
+
+
+@role_required("analyst")
+def training_bench_image(request: HttpRequest) -> FileResponse:
+    """The training bench's curves image (bench/train.py's curves.png)."""
+    path = training_bench_curves()
+    if path is None:
+        raise Http404("no training bench curves yet")
+    return FileResponse(path.open("rb"), content_type="image/png")
 
 
 @role_required("analyst")

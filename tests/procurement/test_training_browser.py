@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from negotiation.training.report import REPORT_DIR
 from tests.browser import SETUP, EmbeddedSite, has_horizontal_scroll, login, screenshot
+from tests.training_bench import plant_bench_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("training_browser")]
 pytest.importorskip("trl")
@@ -110,3 +112,25 @@ def test_ops_train_from_the_page_and_get_a_policy(page, site) -> None:
     page.click("#policy-link")
     page.wait_for_url(re.compile(r"/episodes/new/\?policy=tiny-from-page$"))
     assert page.locator("select[name=policy]").input_value() == "tiny-from-page"
+
+
+def test_the_bench_report_reads_at_1366_and_390(page, site) -> None:
+    report = plant_bench_report(site.data_dir / REPORT_DIR, seeds=3)
+    login(page, site, "analyst")
+    page.goto(f"{site.url}/training/")
+    card = page.locator("#training-bench")
+    rows = card.locator("#training-bench-table tbody tr")
+    assert rows.count() == len(report.table) == 3
+    assert card.locator("#training-bench-differences tbody tr").count() == 2
+    for width in (1366, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        card.locator(".bench-curves").scroll_into_view_if_needed()
+        page.wait_for_function(
+            "(() => { const i = document.querySelector('.bench-curves');"
+            " return i.complete && i.naturalWidth > 0; })()"
+        )
+        box = card.locator(".bench-curves").bounding_box()
+        assert box is not None and box["width"] <= width  # scaled to the card, not cut
+        assert not has_horizontal_scroll(page)
+        screenshot(page, f"training-bench-{width}")

@@ -10,9 +10,11 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from negotiation.training.report import REPORT_DIR, RESULTS_FILE
 from procurement.models import TrainingRun
 from procurement.services.sweep_runner import sweep_cells_run, sweep_start
 from procurement.services.sweeps import sweep_create
+from tests.training_bench import plant_bench_report
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +139,40 @@ def test_the_admin_shows_a_runs_lineage_and_its_policys(admin_client, expert_epi
         page = admin_client.get(url)
         assert page.status_code == 200, url
         assert "&quot;steps&quot;: 7" in page.content.decode(), url
+
+
+def test_the_bench_report_is_on_the_page_with_its_curves(user_with_role, settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    report = plant_bench_report(tmp_path / REPORT_DIR, seeds=2)
+    client = _client(user_with_role, "analyst")
+    html = client.get(reverse("training-list-page")).content.decode()
+    table = html[html.index('id="training-bench-table"') :]
+    for c in report.table:
+        assert f'<td data-label="Buyer">{c.policy}</td>' in table
+    assert "always_accept \u2212 random" in html and "award_contract 2" in html
+    assert f'src="{reverse("training-bench-curves")}"' in html
+    image = client.get(reverse("training-bench-curves"))
+    assert image.status_code == 200 and image["Content-Type"] == "image/png"
+    assert b"".join(image.streaming_content).startswith(b"\x89PNG")
+
+
+def test_no_report_or_a_broken_one_never_breaks_the_page(user_with_role, settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    client = _client(user_with_role, "analyst")
+    page = client.get(reverse("training-list-page"))
+    assert page.status_code == 200 and "No training bench report yet" in page.content.decode()
+    assert client.get(reverse("training-bench-curves")).status_code == 404
+    (tmp_path / REPORT_DIR).mkdir()
+    (tmp_path / REPORT_DIR / RESULTS_FILE).write_text('{"table": "not a table"}')
+    page = client.get(reverse("training-list-page"))
+    html = page.content.decode()
+    assert page.status_code == 200 and "report cannot be shown" in html
+    assert f"{REPORT_DIR}/{RESULTS_FILE} is not a training bench report" in html
+    assert str(tmp_path) not in html and 'id="training-bench-table"' not in html
+
+
+def test_the_curves_are_for_signed_in_users(client, settings, tmp_path) -> None:
+    settings.DATA_DIR = tmp_path
+    plant_bench_report(tmp_path / REPORT_DIR, seeds=1)
+    response = client.get(reverse("training-bench-curves"))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
