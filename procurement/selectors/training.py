@@ -4,6 +4,7 @@ Training page and its live stream show."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -127,8 +128,9 @@ def training_bench_report() -> dict[str, Any]:
     except ReportError as exc:
         out["error"] = str(exc)
     if out["report"] is not None:
-        stamp = (folder / RESULTS_FILE).stat().st_mtime
-        out["written"] = datetime.fromtimestamp(stamp, tz=UTC)
+        with suppress(OSError):  # replaced or removed since it was read: no time shown
+            stamp = (folder / RESULTS_FILE).stat().st_mtime
+            out["written"] = datetime.fromtimestamp(stamp, tz=UTC)
         out["curves"] = training_bench_curves() is not None
     return out
 

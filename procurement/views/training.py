@@ -42,9 +42,12 @@ def training_index(request: HttpRequest) -> HttpResponse:
 def training_bench_image(request: HttpRequest) -> FileResponse:
     """The training bench's curves image (bench/train.py's curves.png)."""
     path = training_bench_curves()
-    if path is None:
-        raise Http404("no training bench curves yet")
-    return FileResponse(path.open("rb"), content_type="image/png")
+    try:
+        if path is None:
+            raise FileNotFoundError
+        return FileResponse(path.open("rb"), content_type="image/png")
+    except OSError:  # none yet, or removed since it was looked for
+        raise Http404("no training bench curves yet") from None
 
 
 @role_required("analyst")
