@@ -209,7 +209,7 @@ def differences(
     for preset in dict.fromkeys(c["preset"] for c in table):
         for player, against in pairs:
             a, b = at.get((preset, player)), at.get((preset, against))
-            if a is None or b is None:
+            if a is None or b is None or not set(a["scores"]) & set(b["scores"]):
                 continue
             diff = paired_difference(
                 {int(k): v for k, v in a["scores"].items()},
@@ -278,7 +278,7 @@ def plot(curves: dict[str, list], path: Path) -> None:
     for ax, (kind, key) in zip(axes, panels, strict=False):
         points = [(p["step"], p[key]) for p in curves[kind] if key in p]
         if points:
-            ax.plot(*zip(*points, strict=True), marker="o")
+            ax.plot(*zip(*points, strict=True), marker="o" if len(points) <= 30 else None)
         else:
             ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
             ax.set_xticks([])

@@ -65,6 +65,8 @@ class Difference(_Record):
 
 
 class Report(_Record):
+    """One bench run: its arguments, load, times, table, differences and curves."""
+
     args: dict[str, Any]
     load_at_start: tuple[float, float, float]  # load averages (1, 5, 15 min)
     load_at_end: tuple[float, float, float]
