@@ -121,7 +121,7 @@ def training_bench_report() -> dict[str, Any]:
     """The training bench's last report (bench/train.py, under DATA_DIR) for the Training
     page: ``report`` (None when there is none or it cannot be read), ``error`` (why it
     cannot), ``written`` (when) and ``curves`` (whether its curves image exists)."""
-    folder = Path(settings.DATA_DIR) / REPORT_DIR
+    folder = _bench_folder()
     out: dict[str, Any] = {"report": None, "error": "", "written": None, "curves": False}
     try:
         out["report"] = read_report(folder)
@@ -137,5 +137,9 @@ def training_bench_report() -> dict[str, Any]:
 
 def training_bench_curves() -> Path | None:
     """The bench report's curves image, when there is one."""
-    path = Path(settings.DATA_DIR) / REPORT_DIR / CURVES_FILE
+    path = _bench_folder() / CURVES_FILE
     return path if path.is_file() else None
+
+
+def _bench_folder() -> Path:
+    return Path(settings.DATA_DIR) / REPORT_DIR

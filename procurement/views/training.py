@@ -43,11 +43,12 @@ def training_bench_image(request: HttpRequest) -> FileResponse:
     """The training bench's curves image (bench/train.py's curves.png)."""
     path = training_bench_curves()
     try:
-        if path is None:
-            raise FileNotFoundError
-        return FileResponse(path.open("rb"), content_type="image/png")
-    except OSError:  # none yet, or removed since it was looked for
-        raise Http404("no training bench curves yet") from None
+        image = path.open("rb") if path is not None else None
+    except OSError:  # removed since it was looked for
+        image = None
+    if image is None:
+        raise Http404("no training bench curves yet")
+    return FileResponse(image, content_type="image/png")
 
 
 @role_required("analyst")
