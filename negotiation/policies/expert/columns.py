@@ -231,20 +231,28 @@ def fit_columns(counters, anchor, f, tft, least, top, refits, w_min):
 
 
 @njit(**_JIT)
-def residuals_at(counters, anchor, frac, tft_base, tft_ratio, rec, beta, least, top, refits, w_min):
-    """fit_columns for the sets (rec, beta) of one window (1-d, contiguous), their powers
-    computed here as numpy computes them (numpow): per round k, the time tactic's
-    ``f = frac[k] ** (1 / beta)`` and the tit-for-tat ask ``tft_base[k] / tft_ratio[k] **
-    rec`` (``tft_base[k]`` itself where ``tft_ratio[k]`` is 0: no offer to mirror yet)."""
+def residuals_at(
+    counters, anchor, frac, tft_base, tft_ratio, rec, betas, beta_at, least, top, refits, w_min
+):  # fmt: skip
+    """fit_columns for the sets (rec, betas[beta_at]) of one window (1-d, contiguous),
+    their powers computed here as numpy computes them (numpow): per round k, the time
+    tactic's ``f = frac[k] ** (1 / beta)`` and the tit-for-tat ask ``tft_base[k] /
+    tft_ratio[k] ** rec`` (``tft_base[k]`` itself where ``tft_ratio[k]`` is 0: no offer to
+    mirror yet). ``betas`` holds each distinct beta once (a lattice repeats each beta on
+    every reciprocity row), so its powers, the kernel's costliest figures, are computed
+    once per beta and round and gathered by ``beta_at``."""
     n, m = len(counters), len(rec)
     prev = np.empty(n)
     prev[0] = anchor
     prev[1:] = counters[:-1]
+    inv = 1.0 / betas
+    f_of = np.empty((n, len(betas)))
+    for k in range(n):
+        pow_row(frac[k], inv, f_of[k])
     floors, weights, errs = np.empty(m), np.empty(m), np.empty(m)
     for c0 in range(0, m, BLOCK):
         c1 = min(c0 + BLOCK, m)
         fb, tb = np.empty((n, c1 - c0)), np.empty((n, c1 - c0))
-        inv = 1.0 / beta[c0:c1]
         # The lattice lists its points row by row: a run of equal reciprocities shares
         # its tit-for-tat powers, computed once.
         distinct, run = np.empty(c1 - c0), np.empty(c1 - c0, dtype=np.int64)
@@ -256,7 +264,8 @@ def residuals_at(counters, anchor, frac, tft_base, tft_ratio, rec, beta, least, 
             run[c - c0] = nd - 1
         powers = np.empty(nd)
         for k in range(n):
-            pow_row(frac[k], inv, fb[k])
+            for c in range(c1 - c0):
+                fb[k, c] = f_of[k, beta_at[c0 + c]]
             if tft_ratio[k] == 0.0:
                 tb[k, :] = tft_base[k]
             else:
@@ -311,7 +320,10 @@ def lines_flat(b_o, b_a, w, floor, rec, d, step, cap, newton):
 def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> None:
     """lines_flat for one run of elements, into ``meet`` and ``at_cap``. Every figure
     numpy's: the band ``step ** d`` and every power numpy's pow (numpow); ``newton``
-    Newton steps."""
+    Newton steps, each element's stopped once a step leaves it unchanged (every later step
+    would too: a step is a function of the element's own figures) and never taken where
+    the ask is flat at the meeting point (its figure is then the flat part's), so each
+    figure is the one all ``newton`` steps give."""
     m = len(b_o)
     band, hb, o = np.empty(m), np.empty(m), np.empty(m)
     x, y, pw, steps = np.empty(m), np.empty(m), np.empty(m), np.full(m, step)
@@ -321,25 +333,49 @@ def meet_into(b_o, b_a, w, floor, rec, d, step, cap, newton, meet, at_cap) -> No
         o[i] = b_o[i]
     pow_into(steps, x, band)  # step ** d
     pow_into(band, y, hb)  # band ** -rec
+    flat_low, flat_high = np.empty(m), np.empty(m)
+    active = np.empty(m, dtype=np.int64)
+    na = 0
+    for i in range(m):
+        k = (1.0 - w[i]) * b_a[i]
+        wf = w[i] * floor[i]
+        flat_low[i], flat_high[i] = wf + k, wf + k * hb[i]
+        if not (flat_low[i] <= b_o[i] or flat_high[i] >= b_o[i] * band[i]):
+            active[na] = i
+            na += 1
+    xa, ya, pa = np.empty(m), np.empty(m), np.empty(m)
     for _ in range(newton):
-        for i in range(m):
-            x[i] = o[i] / b_o[i]
-        pow_into(x, y, pw)  # (o / base) ** -rec
-        for i in range(m):
-            t = ((1.0 - w[i]) * b_a[i]) * pw[i]
-            o[i] = o[i] - (o[i] - w[i] * floor[i] - t) / (1.0 + rec[i] * t / o[i])
+        if na == 0:
+            break
+        ones = True
+        for q in range(na):
+            i = active[q]
+            xa[q] = o[i] / b_o[i]
+            ya[q] = -rec[i]
+            ones &= xa[q] == 1.0
+        if ones:  # the first step starts from o = base: 1 ** y is 1 (IEEE pow)
+            pa[:na] = 1.0
+        else:
+            pow_into(xa[:na], ya[:na], pa[:na])  # (o / base) ** -rec
+        moved = 0
+        for q in range(na):
+            i = active[q]
+            t = ((1.0 - w[i]) * b_a[i]) * pa[q]
+            stepped = o[i] - (o[i] - w[i] * floor[i] - t) / (1.0 + rec[i] * t / o[i])
+            if stepped != o[i] or stepped != stepped:
+                o[i] = stepped
+                active[moved] = i
+                moved += 1
+        na = moved
     for i in range(m):  # the ratio the ask at ``cap`` mirrors, capped by the band
         x[i] = np_max(1.0, np_min(cap / b_o[i], band[i]))
         y[i] = rec[i]
     pow_into(x, y, pw)
     for i in range(m):
-        k = (1.0 - w[i]) * b_a[i]
-        wf = w[i] * floor[i]
-        flat_low, flat_high = wf + k, wf + k * hb[i]
-        if flat_low <= b_o[i]:
-            meet[i] = flat_low
-        elif flat_high >= b_o[i] * band[i]:
-            meet[i] = flat_high
+        if flat_low[i] <= b_o[i]:
+            meet[i] = flat_low[i]
+        elif flat_high[i] >= b_o[i] * band[i]:
+            meet[i] = flat_high[i]
         else:
             meet[i] = o[i]
         at_cap[i] = w[i] * floor[i] + (1.0 - w[i]) * (b_a[i] / pw[i])

@@ -144,21 +144,25 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
-def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
+def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta, at=None):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
-    floor or weight is impossible (``box``: its ``most`` is under the anchor). Computed
+    floor or weight is impossible (``box``: its ``most`` is under the anchor). With ``at``,
+    the pairs are (rec, beta[at]): each distinct beta once (its powers are the costliest
+    figures of the fit, and a lattice repeats every beta on each reciprocity row). Computed
     CHUNK pairs at a time: every pair is independent, and small temporaries stay in cache
     instead of faulting in fresh pages."""
+    if at is None:
+        at = np.arange(len(rec))
     if len(rec) <= CHUNK:
-        return _residuals_of(h, anchor, patience, box, d, rec, beta)
+        return _residuals_of(h, anchor, patience, box, d, rec, beta, at)
     parts = [
-        _residuals_of(h, anchor, patience, box, d, rec[i : i + CHUNK], beta[i : i + CHUNK])
+        _residuals_of(h, anchor, patience, box, d, rec[i : i + CHUNK], beta, at[i : i + CHUNK])
         for i in range(0, len(rec), CHUNK)
     ]
     return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
 
 
-def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
+def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta, at):
     # The rows' scalars here (the tit-for-tat bases, in Python's arithmetic), the powers
     # and the fit compiled (columns.residuals_at).
     n = len(h.counters)
@@ -168,8 +172,8 @@ def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int,
     counters = np.asarray(h.counters, dtype=float)
     rec, beta = np.ascontiguousarray(rec, dtype=float), np.ascontiguousarray(beta, dtype=float)
     return residuals_at(
-        counters, float(anchor), frac, base, ratio, rec, beta, float(least), float(top),
-        REFITS, W_MIN,
+        counters, float(anchor), frac, base, ratio, rec, beta, np.ascontiguousarray(at),
+        float(least), float(top), REFITS, W_MIN,
     )  # fmt: skip
 
 
@@ -215,8 +219,11 @@ class Found:
 
 
 def _at(h: History, anchor: float, patience: int, box: Floors, d: int, i, j):
-    """_residuals at lattice points (i, j)."""
-    return _residuals(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + j * SB))
+    """_residuals at lattice points (i, j), each distinct j's beta once."""
+    js = np.sort(j)  # np.unique's hashing costs more here than numpy's sort of int64
+    js = js[np.concatenate([[True], js[1:] != js[:-1]])]
+    at = np.searchsorted(js, j)
+    return _residuals(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + js * SB), at)
 
 
 def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:

@@ -44,8 +44,10 @@ def _onto_box(f, g, y, w, floor, box: Floors):
     return np.clip(w_in, W_MIN, 1.0), f_in
 
 
-def residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta):
-    """posterior._residuals, one row per (rec, beta) pair."""
+def residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta, at=None):
+    """posterior._residuals, one row per (rec, beta) pair (beta[at] with ``at``)."""
+    if at is not None:
+        beta = beta[at]
     counters = np.asarray(h.counters)
     k = np.arange(1, len(counters) + 1)
     tft = _tft(h.offers, h.bests, counters, anchor, d, rec)
