@@ -20,8 +20,9 @@ the highest floor any persona can have at the seller's public cost (the document
 ranges; the tactics, which the held-out mixed family re-draws, do not enter it), and stays
 under the anchor. A solution off the box (0 < w <= 1, least <= F < top) is projected onto
 it, so that a seller whose parameters lie on its edge is still found. Each set's fit is one
-compiled pass (columns.py), its powers numpy's (numpow.py); one posterior is computed once
-per bilateral thread.
+compiled pass (columns.py), its powers numpy's (numpow.py), and a window's whole search,
+level after level, one compiled call (lattice.py); one posterior is computed once per
+bilateral thread.
 
 One thread, one search (thread_fits): the lattice is searched at the expert's first
 planned offer, shallowly (it only ranks a few raises), and refined until it holds enough
@@ -55,6 +56,7 @@ mirrored against the seller's answer a window back (offer T-1 for a window of 2,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -63,6 +65,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...suppliers.concession import TFT_STEP_CAP
+from . import lattice
 from .beliefs import Floors, History
 from .columns import lines_flat, residuals_at
 from .paths import best_paths, patience_prices
@@ -218,22 +221,23 @@ class Found:
         return Found(self.fits.take(idx), self.i[idx], self.j[idx], self.step[idx])
 
 
-def _at(h: History, anchor: float, patience: int, box: Floors, d: int, i, j):
-    """_residuals at lattice points (i, j), each distinct j's beta once."""
-    js = np.sort(j)  # np.unique's hashing costs more here than numpy's sort of int64
-    js = js[np.concatenate([[True], js[1:] != js[:-1]])]
-    at = np.searchsorted(js, j)
-    return _residuals(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + js * SB), at)
+@functools.cache
+def lattice_tables() -> tuple[np.ndarray, np.ndarray, int]:
+    """(reciprocity, beta, lo): numpy's exp of every lattice coordinate a search can
+    reach, from -PAD (index 0) up to SPAN - PAD, for the compiled search (lattice.py) to
+    read, so each figure is numpy's (the compiled exp's last bit can differ)."""
+    k = np.arange(-PAD, SPAN - PAD)
+    return np.exp(R0 + k * SR), np.exp(B0 + k * SB), -PAD
 
 
-def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
-    """The lattice points within two steps of each (i, j), each once."""
-    offs = np.arange(-2, 3) * step
-    keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
-    keys = np.sort(keys.ravel())  # np.unique's hashing costs 10x this here; numpy's
-    # sort of int64 (x86-simd-sort) also beats a compiled sort 2x
-    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-    return keys // SPAN - PAD, keys % SPAN - PAD
+def _fit_inputs(h: History, anchor: float, patience: int, box: Floors, d: int) -> tuple:
+    """The thread's figures the compiled fit reads (lattice.fit_at's ``fit``)."""
+    n = len(h.counters)
+    frac = np.minimum(np.arange(1, n + 1), patience) / patience
+    base, ratio = _tft_rows(h, anchor, d)
+    counters = np.asarray(h.counters, dtype=float)
+    least, top = box
+    return (counters, float(anchor), frac, base, ratio, float(least), float(top), REFITS, W_MIN)
 
 
 def _found(rows: list[tuple]) -> Found:
@@ -267,47 +271,22 @@ def _refine(
     level from ``refinements`` on that holds ``enough`` (``deepest`` at most): each level is the
     lattice around the ``keep`` cells of the one before with the lowest residuals, among
     those within COUNTER_TOL + SLACK x anchor / 4 ** level (a cell so near may still hold
-    a consistent point). A (window, i, j, step, weight, floor) row, or None."""
+    a consistent point), half the nearest and half spread evenly (lattice.keep_cells), so
+    that the refinement follows the whole length of a thin ridge of consistent sets (the
+    closing offer's highest line lies at one of its ends). Compiled (lattice.refine). A
+    (window, i, j, step, weight, floor) row, or None where it finds none."""
     i, j, step = points
     level = _level(step)
-    slack = SLACK * anchor / 4**level
-    while True:
-        floor, w, err = _at(h, anchor, patience, box, d, i, j)
-        hit = err <= COUNTER_TOL
-        if level >= deepest or (level >= refinements and hit.sum() >= enough):
-            n = hit.sum()
-            return (np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit])
-        near = err <= COUNTER_TOL + slack
-        if not near.any():
-            return None
-        i, j, err = i[near], j[near], err[near]
-        if len(i) > keep:
-            i, j = _keep(i, j, err, keep)
-        step //= 4
-        i, j = _around(i, j, step)
-        slack /= 4
-        level += 1
-
-
-def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
-    """``keep`` of the cells (i, j) (sorted by i, then j): half those with the lowest
-    residuals, where a consistent point is likeliest, and half spread evenly over the rest
-    in order, ends included, so that the refinement follows the whole length of a thin ridge
-    of consistent sets (the closing offer's highest line lies at one of its ends)."""
-    best = _lowest(err, keep // 2)
-    spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
-    pick = np.union1d(best, spread)
-    return i[pick], j[pick]
-
-
-def _lowest(x: np.ndarray, k: int) -> np.ndarray:
-    """The indices of x's k lowest values (no nan), ties to the lower index: the first k
-    of a stable argsort, as a set (unordered)."""
-    if k >= len(x):
-        return np.arange(len(x))
-    cut = np.partition(x, k - 1)[k - 1]
-    below = np.flatnonzero(x < cut)
-    return np.concatenate([below, np.flatnonzero(x == cut)[: k - len(below)]])
+    i, j, step, w, floor = lattice.refine(
+        _fit_inputs(h, anchor, patience, box, d), lattice_tables(), PAD, SPAN,
+        np.ascontiguousarray(i, dtype=np.int64), np.ascontiguousarray(j, dtype=np.int64),
+        int(step), level, keep, refinements, deepest, enough, COUNTER_TOL,
+        SLACK * anchor / 4**level,
+    )  # fmt: skip
+    n = len(i)
+    if not n:
+        return None
+    return (np.full(n, d), i, j, np.full(n, step), w, floor)
 
 
 def search(
@@ -433,11 +412,11 @@ def closing_fits(h: History, anchor: float, patience: int, floors: Floors) -> Co
         rows = []
         for d in np.unique(top.fits.window):
             at = top.fits.window == d
-            i, j = _around(top.i[at], top.j[at], step)
-            floor, w, err = _at(h, anchor, patience, box, int(d), i, j)
-            hit = err <= COUNTER_TOL
-            n = hit.sum()
-            rows.append((np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit]))
+            points = (*lattice.around(top.i[at], top.j[at], step, PAD, SPAN), step)
+            # deepest 0: the points' own consistent sets, no refinement
+            row = _refine(h, anchor, patience, box, int(d), points, 0, 0, 0)
+            if row is not None:
+                rows.append(row)
         edge = _found(rows)
         if not len(edge):
             break

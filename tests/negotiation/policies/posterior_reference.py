@@ -214,3 +214,74 @@ def patience_prices(h, fits, candidates) -> np.ndarray:
     after = np.where(np.isnan(final) | (final >= c), c, final)
     prices = np.where(took, o, after)
     return prices.mean(axis=1)
+
+
+# The lattice search as first written, in numpy (posterior._refine's loop before it was
+# compiled, lattice.py): the consistent sets the compiled search must find, bit for bit.
+
+
+def _at(h: History, anchor: float, patience: int, box: Floors, d: int, i, j, fit):
+    from negotiation.policies.expert.posterior import B0, R0, SB, SR
+
+    return fit(h, anchor, patience, box, d, np.exp(R0 + i * SR), np.exp(B0 + j * SB))
+
+
+def _around(i: np.ndarray, j: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    from negotiation.policies.expert.posterior import PAD, SPAN
+
+    offs = np.arange(-2, 3) * step
+    keys = (i[:, None, None] + offs[:, None] + PAD) * SPAN + (j[:, None, None] + offs + PAD)
+    keys = np.unique(keys.ravel())
+    return keys // SPAN - PAD, keys % SPAN - PAD
+
+
+def lowest(x: np.ndarray, k: int) -> np.ndarray:
+    """The first k of a stable argsort, as a set."""
+    return np.argsort(x, kind="stable")[:k]
+
+
+def _keep(i: np.ndarray, j: np.ndarray, err: np.ndarray, keep: int):
+    best = lowest(err, keep // 2)
+    spread = np.linspace(0, len(i) - 1, keep - keep // 2).astype(int)
+    pick = np.union1d(best, spread)
+    return i[pick], j[pick]
+
+
+def _refine(h, anchor, patience, box, d, points, keep, refinements, deepest, enough, fit):
+    from negotiation.policies.expert.posterior import COUNTER_TOL, SLACK, _level
+
+    i, j, step = points
+    level = _level(step)
+    slack = SLACK * anchor / 4**level
+    while True:
+        floor, w, err = _at(h, anchor, patience, box, d, i, j, fit)
+        hit = err <= COUNTER_TOL
+        if level >= deepest or (level >= refinements and hit.sum() >= enough):
+            n = hit.sum()
+            return (np.full(n, d), i[hit], j[hit], np.full(n, step), w[hit], floor[hit])
+        near = err <= COUNTER_TOL + slack
+        if not near.any():
+            return None
+        i, j, err = i[near], j[near], err[near]
+        if len(i) > keep:
+            i, j = _keep(i, j, err, keep)
+        step //= 4
+        i, j = _around(i, j, step)
+        slack /= 4
+        level += 1
+
+
+def search(h: History, anchor: float, patience: int, floors: Floors, keep: int, fit=None):
+    """posterior.search (REFINEMENTS, enough 1) in numpy, the fit ``fit`` (default: the
+    reference's one row per set)."""
+    from negotiation.policies.expert import posterior as p
+
+    box = Floors(floors.least, min(anchor, floors.most))
+    grid = np.arange(p.COARSE) * p.FINE
+    i0, j0 = (a.ravel() for a in np.meshgrid(grid, grid, indexing="ij"))
+    start, fit = (i0, j0, p.FINE), fit or residuals
+    rows = [
+        _refine(h, anchor, patience, box, d, start, keep, p.REFINEMENTS, p.DEEPEST, 1, fit)
+        for d in p.WINDOWS
+    ]
+    return p._found([r for r in rows if r is not None and len(r[1])])

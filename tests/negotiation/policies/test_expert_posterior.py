@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from negotiation import ProcurementEnv, load_scenario
-from negotiation.policies.expert import columns, posterior
+from negotiation.policies.expert import columns, lattice, posterior
 from negotiation.policies.expert.beliefs import (
     Floors,
     History,
@@ -370,18 +370,20 @@ def _expert_threads() -> tuple:
     return tuple(out)
 
 
-def test_the_consistent_sets_are_those_of_one_row_per_set(monkeypatch):
-    """On the expert's own threads the search finds the same sets, bit for bit, as with
-    the residuals computed one row per set (posterior_reference): the same play."""
+def test_the_consistent_sets_are_those_of_one_row_per_set():
+    """On the expert's own threads the compiled search (lattice.py) finds the same sets at
+    the same lattice points, bit for bit, as the search in numpy with the residuals
+    computed one row per set (posterior_reference): the same play."""
     threads = _expert_threads()
     assert {len(h.counters) for h, *_ in threads} >= {5, 8}  # both ways of summing
-    fast = [consistent_fits(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
-    monkeypatch.setattr(posterior, "_residuals", posterior_reference.residuals)
-    slow = [consistent_fits(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
+    fast = [posterior.search(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
+    slow = [posterior_reference.search(h, a, T, fl, PRE_KEEP) for h, a, fl, T in threads]
     assert sum(map(len, slow)) > 0
     for a, b in zip(fast, slow, strict=True):
-        for name in ("window", "reciprocity", "beta", "weight", "floor"):
+        for name in ("i", "j", "step"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        for name in ("window", "reciprocity", "beta", "weight", "floor"):
+            np.testing.assert_array_equal(getattr(a.fits, name), getattr(b.fits, name))
 
 
 def test_residuals_equal_one_row_per_set_on_and_off_the_box():
@@ -605,7 +607,7 @@ def test_the_lowest_residuals_are_a_stable_sorts_first():
         err[rng.integers(0, size, size // 10)] = np.inf
         for k in {1, size // 3 + 1, size // 2 + 1, size, size + 5}:
             want = np.sort(np.argsort(err, kind="stable")[:k])
-            np.testing.assert_array_equal(np.sort(posterior._lowest(err, k)), want)
+            np.testing.assert_array_equal(np.sort(lattice.lowest(err, k)), want)
 
 
 def test_compiled_lines_are_numpys_lines():
