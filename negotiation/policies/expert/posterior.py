@@ -147,9 +147,20 @@ class Consistent:
         return Consistent(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
+def _fit_inputs(h: History, anchor: float, patience: int, box: Floors, d: int) -> tuple:
+    """The thread's figures the compiled fit reads (lattice.fit_at's ``fit``)."""
+    n = len(h.counters)
+    frac = np.minimum(np.arange(1, n + 1), patience) / patience
+    base, ratio = _tft_rows(h, anchor, d)
+    counters = np.asarray(h.counters, dtype=float)
+    least, top = box
+    return (counters, float(anchor), frac, base, ratio, float(least), float(top), REFITS, W_MIN)
+
+
 def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta, at=None):
     """(floor, weight, max |model - counter|) per (rec, beta) pair; inf where the solved
-    floor or weight is impossible (``box``: its ``most`` is under the anchor). With ``at``,
+    floor or weight is impossible (``box``: its ``most`` is under the anchor): the fit at
+    any parameter sets (the search reads lattice points through lattice.fit_at). With ``at``,
     the pairs are (rec, beta[at]): each distinct beta once (its powers are the costliest
     figures of the fit, and a lattice repeats every beta on each reciprocity row). Computed
     CHUNK pairs at a time: every pair is independent, and small temporaries stay in cache
@@ -166,17 +177,13 @@ def _residuals(h: History, anchor: float, patience: int, box: Floors, d: int, re
 
 
 def _residuals_of(h: History, anchor: float, patience: int, box: Floors, d: int, rec, beta, at):
-    # The rows' scalars here (the tit-for-tat bases, in Python's arithmetic), the powers
-    # and the fit compiled (columns.residuals_at).
-    n = len(h.counters)
-    frac = np.minimum(np.arange(1, n + 1), patience) / patience
-    base, ratio = _tft_rows(h, anchor, d)
-    least, top = box
-    counters = np.asarray(h.counters, dtype=float)
+    counters, anchor, frac, base, ratio, least, top, refits, w_min = _fit_inputs(
+        h, anchor, patience, box, d
+    )
     rec, beta = np.ascontiguousarray(rec, dtype=float), np.ascontiguousarray(beta, dtype=float)
     return residuals_at(
-        counters, float(anchor), frac, base, ratio, rec, beta, np.ascontiguousarray(at),
-        float(least), float(top), REFITS, W_MIN,
+        counters, anchor, frac, base, ratio, rec, beta, np.ascontiguousarray(at), least, top,
+        refits, w_min,
     )  # fmt: skip
 
 
@@ -228,16 +235,6 @@ def lattice_tables() -> tuple[np.ndarray, np.ndarray, int]:
     read, so each figure is numpy's (the compiled exp's last bit can differ)."""
     k = np.arange(-PAD, SPAN - PAD)
     return np.exp(R0 + k * SR), np.exp(B0 + k * SB), -PAD
-
-
-def _fit_inputs(h: History, anchor: float, patience: int, box: Floors, d: int) -> tuple:
-    """The thread's figures the compiled fit reads (lattice.fit_at's ``fit``)."""
-    n = len(h.counters)
-    frac = np.minimum(np.arange(1, n + 1), patience) / patience
-    base, ratio = _tft_rows(h, anchor, d)
-    counters = np.asarray(h.counters, dtype=float)
-    least, top = box
-    return (counters, float(anchor), frac, base, ratio, float(least), float(top), REFITS, W_MIN)
 
 
 def _found(rows: list[tuple]) -> Found:
