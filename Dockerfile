@@ -6,6 +6,8 @@ COPY requirements/ requirements/
 RUN pip install --no-cache-dir -r requirements/base.txt -r requirements/ml.txt \
       --extra-index-url https://download.pytorch.org/whl/cpu
 COPY . .
+# The expert's compiled kernels, cached in the image (negotiation/policies/expert/warm.py).
+RUN python -m negotiation.policies.expert.warm
 # A throwaway key: settings refuse short ones, and none is baked into the image.
 RUN DATABASE_URL=sqlite:////tmp/build.sqlite3 \
     SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \

@@ -25,6 +25,7 @@ $(VENV)/.field-installed: $(VENV)/.installed requirements/field.txt
 	touch $@
 
 run: $(VENV)/.installed
+	$(PY) -m negotiation.policies.expert.warm
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_presets
 	$(PY) manage.py create_local_admin --url http://$(HOST):$(PORT)

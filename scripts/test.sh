@@ -26,6 +26,9 @@ echo "test database: ${DATABASE_URL:-embedded SQLite}; redis: ${REDIS_URL:-none 
 
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
+# The expert's compiled kernels, once, before the workers and their sites start: each
+# would otherwise compile them itself, and a browser test waiting on a sweep times out.
+"$VENV/bin/python" -m negotiation.policies.expert.warm
 # Two xdist workers (PYTEST_WORKERS=0 runs serially), each on its own test database, Redis
 # DB and data folder (tests/conftest.py). loadgroup keeps the tests that share a costly
 # module fixture or measure load on one worker (their xdist_group marks; tests/conftest.py
