@@ -421,8 +421,8 @@ def _succeed(run: TrainingRun, hooks: _RunHooks, outcome) -> TrainingRun:
 def _register_vllm_twin(run: TrainingRun, outcome, hooks: _RunHooks) -> PolicyConfig | None:
     """The same model as a second ``llm`` policy on the vllm backend (NAME-vllm), where
     the worker that trained it can import vLLM (a GPU worker with requirements/gpu.txt):
-    vLLM batches many episodes' decisions at once on a GPU. None, said in the log, where
-    vLLM is not installed or that name is taken or too long."""
+    vLLM batches many episodes' decisions at once on a GPU. None where vLLM is not
+    installed, or (said in the log) where that name is taken or too long."""
     if not vllm_backend.installed():
         return None
     name = f"{run.name}{VLLM_SUFFIX}"
