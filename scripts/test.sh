@@ -31,7 +31,6 @@ echo "test database: ${DATABASE_URL:-embedded SQLite}; redis: ${REDIS_URL:-none 
 "$VENV/bin/python" -m negotiation.policies.expert.warm
 # Two xdist workers (PYTEST_WORKERS=0 runs serially), each on its own test database, Redis
 # DB and data folder (tests/conftest.py). loadgroup keeps the tests that share a costly
-# module fixture or measure load on one worker (their xdist_group marks); pytest-xdist
-# 3.8 under pytest 9.2 does not yet apply the marks (it renames Item._nodeid, which
-# pytest 9 no longer reads), so today they are scheduled one by one, as with --dist load.
+# module fixture or measure load on one worker (their xdist_group marks; tests/conftest.py
+# hands pytest 9 the group tags pytest-xdist 3.8 writes where pytest 9 no longer reads).
 exec "$VENV/bin/python" -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

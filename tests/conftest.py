@@ -66,10 +66,24 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
         spec.env.update(xdist_worker_env(index, len(specs), os.environ))
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own, which tags the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests (a real model, minutes each) first: under xdist they start at once and
     the other worker takes the many short tests meanwhile, instead of one of them being
-    the last thing left to wait for. A stable sort: the rest keep their order."""
+    the last thing left to wait for. A stable sort: the rest keep their order.
+
+    Under ``--dist loadgroup`` a worker tags each test of an ``xdist_group`` with an
+    ``@group`` suffix on its node id, which the scheduler reads to keep a group on one
+    worker. pytest-xdist 3.8 writes the suffix to ``Item._nodeid``, which pytest 9 no
+    longer reads (it builds ``nodeid`` from ``Item._id``), so every group was spread over
+    both workers and a module's costly fixture (a vLLM engine, a browser test's site) ran
+    on each. The suffix is copied to where pytest 9 reads it."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        tagged = getattr(item, "_nodeid", None)
+        if isinstance(tagged, str) and tagged != item.nodeid:
+            item._id = NodeId.parse(tagged)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
