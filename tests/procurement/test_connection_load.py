@@ -161,7 +161,8 @@ def test_a_prefork_worker_holds_one_connection_per_child_and_none_between_tasks(
     # As docker-compose.yml runs worker-cpu: a pool of one per prefork child.
     env = load.app_env(database_url, REDIS_URL=redis.url(), DB_POOL_MAX_SIZE="1")
     worker = WorkerProcess(env, name="conn-load", concurrency=2)
-    client = Celery(broker=redis.url(), backend=redis.url())
+    # not the current app: a later test in this process must not send to this Redis
+    client = Celery(broker=redis.url(), backend=redis.url(), set_as_current=False)
     try:
         with sampler:
             results = [client.send_task(dispatch.PING, queue="cpu") for _ in range(40)]
