@@ -123,6 +123,29 @@ def _service_markers(request: pytest.FixtureRequest) -> None:
         _unavailable("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
 
 
+@pytest.fixture(autouse=True)
+def _celery_current_app_kept() -> Iterator[None]:
+    """A test that leaves another Celery app current (``Celery(...)`` without
+    ``set_as_current=False``) errors here, at its own teardown: otherwise every shared task
+    (workers.tasks.ping) resolves to that app in each later test of the process and sends
+    to its broker, which the test has usually stopped by then."""
+    from celery import current_app
+
+    before = current_app._get_current_object()
+    yield
+    after = current_app._get_current_object()
+    if after is not before:
+        from workers import app  # the first import of the project's app makes it current
+
+        if after is app:
+            return
+        before.set_current()  # the next tests keep the app they expect
+        pytest.fail(
+            f"this test left Celery app {after.main or after!r} current; create a client"
+            " app with set_as_current=False"
+        )
+
+
 def worker_env(db_name: str | None = None) -> dict[str, str]:
     """Environment for a child process that must see this test session's database."""
     env = dict(os.environ)
