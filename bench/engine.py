@@ -17,11 +17,11 @@ import json
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
+
+from trees import export
 
 from negotiation import run_episode
 from negotiation.evaluation import headless_policies
@@ -55,17 +55,6 @@ print(json.dumps({"steps": steps, "cpu": time.process_time() - c0}))
 """
 
 
-def _export(ref: str, into: Path) -> None:
-    """The commit's source tree, without touching this checkout (no stash, no checkout)."""
-    blob = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
-
-
 def _timed(tree: Path, preset: str, policy: str, seeds: int) -> tuple[int, float]:
     out = subprocess.run(
         [sys.executable, "-c", _TIMER, preset, policy, str(seeds)],
@@ -87,7 +76,7 @@ def compare(ref: str, presets: list[str], policies: list[str], seeds: int, repea
     )
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        _export(ref, base)
+        export(ref, base)
         for preset in presets:
             for pol in policies:
                 best = {"before": 0.0, "after": 0.0}

@@ -32,13 +32,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trees import export
 
 from negotiation.llm.decoding import DRAFT_MAX  # the most tokens a jump-forward pass feeds
 
@@ -215,15 +216,6 @@ class Lane:
             self.proc.wait(60)
 
 
-def unpack(ref: str, into: Path) -> Path:
-    """The tree of ``ref`` (git archive), for a path that plays the code as it was."""
-    archive = into / "tree.tar"
-    subprocess.run(["git", "archive", "-o", str(archive), ref], cwd=ROOT, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "tree", filter="data")
-    return into / "tree"
-
-
 def pct(values: list[float], q: int) -> float:
     if len(values) == 1:
         return values[0]
@@ -320,7 +312,7 @@ def compare(
     ``paths``: today (``today``'s transformers), transformers, today-llamacpp and
     llamacpp; the today paths need ``today``, the llamacpp paths ``llamacpp_site``."""
     with tempfile.TemporaryDirectory() as tmp:
-        tree = unpack(today, Path(tmp)) if today else None
+        tree = export(today, Path(tmp) / "tree") if today else None
         lanes = []
         if tree is not None and "today" in paths:
             lanes.append(Lane(f"today ({today})", "transformers", tree))

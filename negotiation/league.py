@@ -21,7 +21,7 @@ import math
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from .stats import bootstrap_mean_ci
@@ -42,6 +42,12 @@ def _boards(outcomes: Iterable[Outcome]) -> dict[Board, list[Outcome]]:
 
 def _mean(xs: Sequence[float]) -> float | None:
     return math.fsum(xs) / len(xs) if xs else None
+
+
+def _mapping(o: Outcome) -> dict[str, Any]:
+    """An outcome as the mapping ``summarise`` reads: shallow (asdict deep-copies every
+    field, which was most of a large evaluation's leaderboard time)."""
+    return {f.name: getattr(o, f.name) for f in fields(o)}
 
 
 def percentile(xs: Sequence[float], q: float) -> float | None:
@@ -144,7 +150,7 @@ def leaderboard(
                     "scenario": scenario,
                     "tier": tier,
                     "policy": policy,
-                    **summarise([asdict(o) for o in rs], key=key, resamples=resamples),
+                    **summarise([_mapping(o) for o in rs], key=key, resamples=resamples),
                     "seeds": len(seeds[policy]),
                     "lineups": len({o.lineup for o in rs}),
                     "best": policy == best,
