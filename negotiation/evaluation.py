@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import sys
 import time
 import zlib
 from collections import defaultdict
@@ -402,9 +403,18 @@ def outcome_record(o: Outcome) -> list[Any]:
     return row
 
 
+# A record's strings that many outcomes share (the names; a world, by every player of its
+# seed): interned as they are read back, so a seal reading up to MAX_EPISODES outcomes
+# holds each once rather than once per outcome.
+_SHARED_NAMES = ("scenario", "tier", "policy", "opponent", "lineup", "mode", "world")
+
+
 def outcome_from_record(row: Sequence[Any]) -> Outcome:
     values = dict(zip(OUTCOME_RECORD, row, strict=True))
     values["decisions"] = tuple(values["decisions"])
+    for name in _SHARED_NAMES:
+        if isinstance(values[name], str):
+            values[name] = sys.intern(values[name])
     return Outcome(**values)
 
 

@@ -273,3 +273,7 @@ def test_packed_outcomes_read_back_whole_and_fold_in_order() -> None:
     pieces = [pack_outcomes(outcomes[:2]), pack_outcomes([]), pack_outcomes(outcomes[2:])]
     assert unpack_outcomes(fold_packed(pieces)) == outcomes
     assert unpack_outcomes(fold_packed([])) == [] == unpack_outcomes(fold_packed([pieces[1]]))
+    # the strings many outcomes share are held once (a seal reads up to MAX_EPISODES)
+    same_seed = [o for o in back if o.seed == back[0].seed]
+    assert len(same_seed) == 2 and same_seed[0].world is same_seed[1].world
+    assert len({id(o.scenario) for o in back}) == len({id(o.opponent) for o in back}) == 1
