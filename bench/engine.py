@@ -13,15 +13,12 @@ and their ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from trees import export
+from trees import export, run_json
 
 from negotiation import run_episode
 from negotiation.evaluation import headless_policies
@@ -56,14 +53,7 @@ print(json.dumps({"steps": steps, "cpu": time.process_time() - c0}))
 
 
 def _timed(tree: Path, preset: str, policy: str, seeds: int) -> tuple[int, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", _TIMER, preset, policy, str(seeds)],
-        cwd=tree,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    row = json.loads(out.strip().splitlines()[-1])
+    row = run_json(tree, _TIMER, preset, policy, seeds)
     return int(row["steps"]), float(row["cpu"])
 
 

@@ -15,14 +15,11 @@ Usage: PYTHONPATH=$PWD .venv/bin/python bench/seal.py [--seeds 10000] [--baselin
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from trees import export
+from trees import export, run_json
 
 ROOT = Path(__file__).resolve().parents[1]
 BUYERS = "expert,always_accept,random,script_concede_2pct,greedy_lowball"
@@ -70,15 +67,7 @@ STAGES = ("unpack_s", "leaderboard_s", "ratings_s", "matrix_s", "suppliers_s")
 
 
 def measure(tree: Path, args: argparse.Namespace) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _SEAL, args.buyers, args.lineups, str(args.seeds), str(PIECE)],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json(tree, _SEAL, args.buyers, args.lineups, args.seeds, PIECE)
 
 
 def show(label: str, row: dict[str, float]) -> None:

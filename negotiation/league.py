@@ -45,8 +45,8 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def _mapping(o: Outcome) -> dict[str, Any]:
-    """An outcome as the mapping ``summarise`` reads: shallow (asdict deep-copies every
-    field, which was most of a large evaluation's leaderboard time)."""
+    """An outcome as the mapping ``summarise`` reads: shallow, since asdict deep-copies
+    every field of every outcome."""
     return {f.name: getattr(o, f.name) for f in fields(o)}
 
 
