@@ -37,15 +37,18 @@ Supplier families (``--families``; tables per family and preset):
           Rules for sellers the model does not explain were designed with them in view and
           some numbers chosen on their seeds from 100000 (policy.MEET, over_cap.NEAR_CAP;
           beliefs.trend_offer's share is set by principle): report on seeds 0-99999
-  floor_walk, fixed_price, impatient, erratic
+  floor_walk, fixed_price, impatient, erratic, grudge
           HELD OUT: the "bilateral" preset (its base persona rotating with the seed over
           the four rule personas, for their hidden numbers) with the seller replaced by a
           supplier agent outside the documented model (negotiation/suppliers/heldout.py:
           stops at its floor and walks a few offers later; one fixed price; concedes fast
-          and walks soon; a random walk). One number was chosen on their seeds from
-          100000 (expert/safe.py's ONE_PRICE_SHARE: how high a stalled ask that never
-          moved is still met at once; TUNED_ON below): report on seeds 0-99999. Not in
-          the default families. No oracle plays them (it models rule sellers only).
+          and walks soon; a random walk; the rule persona itself, walking at a retracted
+          offer). One number was chosen on the first four's seeds from 100000
+          (expert/safe.py's ONE_PRICE_SHARE: how high a stalled ask that never moved is
+          still met at once; TUNED_ON below): report on seeds 0-99999. Nothing was
+          tuned on grudge (the expert's no-retraction rule came from the SmolLM2
+          seller). Not in the default families. No oracle plays them (it models rule
+          sellers only).
 
 A summary at the end gives, per family and preset, expert/oracle, expert/safe-opening
 oracle, safe-opening oracle/oracle (the most expert/oracle a buyer that reads only the
@@ -125,7 +128,7 @@ HELD_OUT = heldout.FAMILIES  # supplier agents outside the model (suppliers/held
 # tables: the family is held out for the reported seeds (0-99999) only.
 TUNED_ON = {
     "field": "policy.MEET, over_cap.NEAR_CAP",
-    **{family: "safe.ONE_PRICE_SHARE" for family in heldout.FAMILIES},
+    **{family: "safe.ONE_PRICE_SHARE" for family in heldout.AGENTS},
 }
 FAMILIES = ("rule", "mixed", "field", *HELD_OUT)
 FIELD_PRESET = "bilateral"  # the preset the field personas play

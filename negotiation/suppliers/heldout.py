@@ -19,6 +19,10 @@ an episode is decided by its seed alone.
   a random share of the gap to its floor, no tactic of concession.py behind it; at its
   patience (the public round limit) it walks from an offer under its ask, as a rule
   seller does.
+- ``grudge``: the base rule persona itself, except that it walks at once from an offer
+  under one the buyer made before on the thread: a person or a language-model seller
+  reads a retraction as bad faith (the SmolLM2 supplier walks on one), while the rule
+  personas answer the buyer's best offer so far and never punish it.
 
 All accept an offer at or above their ask of the moment and never counter above their last
 counter. ``walk_line(family, th)`` is the lowest price the agent ever accepts: the bench
@@ -31,9 +35,10 @@ import random
 
 from .field import FIELD_ACTOR
 from .guard import ProposedDecision
-from .rule import SupplierContext, SupplierPolicy, pick_message
+from .rule import RULE_POLICY, SupplierContext, SupplierPolicy, pick_message
 
-FAMILIES = ("floor_walk", "fixed_price", "impatient", "erratic")
+AGENTS = ("floor_walk", "fixed_price", "impatient", "erratic")  # HeldOutSeller's own
+FAMILIES = (*AGENTS, "grudge")
 VOICE = "hardball"  # whose phrasing the replies lean to
 
 
@@ -85,8 +90,8 @@ class HeldOutSeller(SupplierPolicy):
     name = "heldout"
 
     def __init__(self, family: str) -> None:
-        if family not in FAMILIES:
-            raise KeyError(f"unknown held-out family {family!r}; known: {', '.join(FAMILIES)}")
+        if family not in AGENTS:
+            raise KeyError(f"unknown held-out agent {family!r}; known: {', '.join(AGENTS)}")
         self.family = family
         self.actor = f"{FIELD_ACTOR}heldout_{family}"
 
@@ -122,6 +127,33 @@ class HeldOutSeller(SupplierPolicy):
         return ProposedDecision(kind, price, pick_message(ctx.rng, kind, VOICE), actor=self.actor)
 
 
+class GrudgeSeller(SupplierPolicy):
+    """The persona's own seller ``base`` (its rule policy by default), walking at once
+    from an offer under one the buyer made before on the thread."""
+
+    name = "heldout"
+    actor = f"{FIELD_ACTOR}heldout_grudge"
+
+    def __init__(self, base: SupplierPolicy | None = None) -> None:
+        self.base = base or RULE_POLICY
+
+    def respond(self, ctx: SupplierContext) -> ProposedDecision:
+        # A rule persona's record keeps the buyer's best offer so far (concession.py).
+        best = ctx.thread.offers[-1] if ctx.thread.offers else None
+        if best is not None and ctx.offer < round(best, 2):
+            return ProposedDecision(
+                "walk_away", None, pick_message(ctx.rng, "walk_away", VOICE), actor=self.actor
+            )
+        return self.base.respond(ctx)
+
+
 def install(env, family: str) -> None:
     """Let ``family`` answer for ``env``'s bilateral persona from its next reset on."""
-    env.supplier_policies[env.cfg.bilateral_persona] = HeldOutSeller(family)
+    persona = env.cfg.bilateral_persona
+    if family == "grudge":
+        seller: SupplierPolicy = GrudgeSeller(env.supplier_policies.get(persona))
+    elif family in AGENTS:
+        seller = HeldOutSeller(family)
+    else:
+        raise KeyError(f"unknown held-out family {family!r}; known: {', '.join(FAMILIES)}")
+    env.supplier_policies[persona] = seller

@@ -216,7 +216,7 @@ def patience_prices(
     """posterior.patience_offer's mean price per candidate offer T (over the sets, numpy's
     pairwise sum): each set meets the candidate or counters it, and then the buyer makes
     the final offer of the sets (of that row) predicting that counter or one a cent away,
-    or awards it. The same figures as the numpy form, bit for bit (see the module's
+    never under the candidate, or awards it. The same figures as the numpy form, bit for bit (see the module's
     docstring); the counters are grouped by cent in a table per row."""
     n, S, C = len(counters), len(window), len(candidates)
     last = counters[n - 1]
@@ -276,6 +276,7 @@ def patience_prices(
             if seen[q + 1]:
                 near = np_max(near, top[q + 1])
             final = np.ceil((near * (1.0 + margin) + cents) * 100.0 - 1e-9) / 100.0
+            final = np_max(final, o)  # never under the buyer's own offer T
             after = cc[s] if (np.isnan(final) or final >= cc[s]) else final
             price[s] = o if took[s] else after
         means[r] = _pairwise(price) / S

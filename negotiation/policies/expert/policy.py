@@ -32,7 +32,9 @@ only cache pure functions of the observation).
   reproduces the counters, the final offer follows the trend of the seller's own
   concessions (beliefs.trend_offer): against a steady clock (over_cap.on_clock) that
   keeps conceding more each round it claims the whole last concession again; otherwise it
-  awards the counter.
+  awards the counter. No offer is ever under the buyer's own last offer on the thread:
+  one that would be is made at that last offer (a person or a model seller reads a
+  retraction as bad faith and walks; the rule personas never punish one).
 - Bilateral, outside the model: before the seller's patience, once its ask stalls to the
   cent while the buyer moves (fit.py) where the stall says it may have stopped for good
   and, after concessions, the documented model's residuals no longer explain its counters
@@ -120,6 +122,18 @@ def _capped(why: str, price: float, cap: float) -> str:
     return why if price <= cap else f"{why}; cut to {cap:.2f} (ceiling, budget)"
 
 
+def _never_under_last(move: acting.Move, th) -> acting.Move:
+    """``move``, with an offer under the buyer's own last offer on the thread raised to
+    that offer: a retraction reads as bad faith to a person or a model seller, who walks
+    (a rule persona never punishes one, so the in-model plan may propose it)."""
+    action, why = move
+    last = th.rounds[-1].buyer_offer if th is not None and th.rounds else None
+    if action["action_type"] != "negotiate" or last is None or action["price"] >= last:
+        return move
+    held = {**action, "price": last}
+    return held, _then(why, f"; held at its own last offer {last:.2f}: never under it")
+
+
 def _then(why: Why, more: str) -> Why:
     """``why`` and then ``more`` (written when read)."""
     return lambda: f"{text(why)}{more}"
@@ -200,7 +214,7 @@ class ExpertPolicy(Policy):
             return acting.award(s.id, r.id, qty), f"award {qty} at the agreed price"
         if th is not None and th.status != "open":
             return acting.DEFER, f"the thread is {th.status}: no move left"
-        return self.bilateral_move(obs, s, r, th, qty)
+        return _never_under_last(self.bilateral_move(obs, s, r, th, qty), th)
 
     def bilateral_move(self, obs: Observation, s, r, th, qty: int) -> acting.Move:
         """The next move on the one open thread (or none yet) of a bilateral episode."""

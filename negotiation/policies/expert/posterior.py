@@ -556,7 +556,8 @@ def patience_offer(
     """The offer at the seller's patience (offer T) among ``candidates`` with the lowest
     mean price over the consistent sets: a set whose ask it meets accepts it; for the others
     the buyer sees its counter and then makes closing_offer's final offer among the sets
-    that predict that counter, or awards the counter. None: no set is consistent."""
+    that predict that counter, never under the candidate itself (the buyer never retracts
+    an offer), or awards the counter. None: no set is consistent."""
     fits = thread_fits(h, anchor, patience, floors).fits
     if not len(fits):
         return None

@@ -210,7 +210,7 @@ def patience_prices(h, fits, candidates) -> np.ndarray:
     for shift in (-1, 1):
         j = np.minimum(np.searchsorted(keys, keys + shift), len(keys) - 1)
         near = np.where(keys[j] == keys + shift, np.maximum(near, top_line[j]), near)
-    final = with_margin(near[inv]).reshape(c.shape)
+    final = np.maximum(with_margin(near[inv]).reshape(c.shape), o)
     after = np.where(np.isnan(final) | (final >= c), c, final)
     prices = np.where(took, o, after)
     return prices.mean(axis=1)

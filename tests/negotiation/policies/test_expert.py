@@ -8,6 +8,7 @@ import random
 import pytest
 
 from negotiation import ProcurementEnv, get_policy, list_policies, load_scenario
+from negotiation.config import PERSONAS
 from negotiation.policies.base import pr_headroom, pr_needed
 from negotiation.policies.expert.beliefs import (
     LOWEST_FLOOR_COST,
@@ -69,6 +70,19 @@ def test_every_arena_offer_raises_the_best_before_it(preset):
 def test_the_final_offer_never_costs_a_bilateral_deal(persona):
     envs = [play_expert(f"bilateral_{persona}", s)[0] for s in range(40)]
     assert [env.score().metrics["deal_rate"] for env in envs] == [1.0] * 40
+
+
+@pytest.mark.parametrize("redraw", [False, True])
+def test_no_bilateral_offer_goes_under_the_one_before_it(redraw):
+    """A person or a model seller reads an offer under the buyer's own last one as bad faith
+    and walks (the SmolLM2 supplier did, on 14 of 20 seeds), so no bilateral offer, the
+    final one after the seller's patience included, retracts (before: 8 of 100 episodes
+    over the four personas retracted at the close)."""
+    for seed in range(48):
+        preset = f"bilateral_{PERSONAS[seed % len(PERSONAS)]}"
+        env, _ = play_expert(preset, seed, redraw=redraw)
+        offers = [rd.buyer_offer for th in env.world.threads.values() for rd in th.rounds]
+        assert offers == sorted(offers), (preset, seed, offers)
 
 
 def test_bilateral_bounds_at_the_public_cost_come_from_the_persona_ranges():

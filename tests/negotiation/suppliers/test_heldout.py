@@ -67,9 +67,46 @@ def test_fixed_price_never_moves():
 def test_not_in_any_scenario_unless_installed():
     for preset in list_presets(include_llm=False):
         env = ProcurementEnv(load_scenario(preset))
-        assert not any(isinstance(p, heldout.HeldOutSeller) for p in env.supplier_policies.values())
+        sellers = env.supplier_policies.values()
+        assert not any(
+            isinstance(p, (heldout.HeldOutSeller, heldout.GrudgeSeller)) for p in sellers
+        )
     with pytest.raises(KeyError):
         heldout.HeldOutSeller("nobody")
+    with pytest.raises(KeyError):
+        heldout.install(ProcurementEnv(load_scenario("bilateral")), "nobody")
+
+
+def test_grudge_answers_as_its_persona_until_an_offer_retracts():
+    """Against a buyer that never retracts, the grudge seller's answers are its rule
+    persona's own; an offer under one the buyer made before ends the talks at once."""
+    for seed, persona in enumerate(("hardball", "cooperative", "deceptive")):
+        plain = ProcurementEnv(load_scenario("bilateral", persona=persona))
+        obs = plain.reset(seed=seed)
+        pol = get_policy("script_concede_2pct", seed=seed)
+        while not plain.done:
+            obs = plain.step(pol.act(obs)).observation
+        rule = [
+            (rd.buyer_offer, rd.response, rd.supplier_price)
+            for rd in obs.threads[("S01", "R01")].rounds
+        ]
+        assert play("grudge", seed, buyer="script_concede_2pct", persona=persona)[1] == rule
+
+        env = ProcurementEnv(load_scenario("bilateral", persona=persona))
+        heldout.install(env, "grudge")
+        obs = env.reset(seed=seed)
+        opening = round(1.05 * obs.seller_cost, 2)
+        for price, answer in ((opening, "counter"), (opening - 0.01, "walk_away")):
+            res = env.step(
+                {
+                    "action_type": "negotiate",
+                    "supplier_id": "S01",
+                    "requirement_id": "R01",
+                    "price": price,
+                }
+            )
+            assert res.info["valid"], res.info["error"]
+            assert res.observation.thread("S01", "R01").rounds[-1].response == answer
 
 
 def test_erratic_asks_ignore_the_offers_and_it_walks_only_after_its_patience():
