@@ -216,8 +216,8 @@ def patience_prices(
     """posterior.patience_offer's mean price per candidate offer T (over the sets, numpy's
     pairwise sum): each set meets the candidate or counters it, and then the buyer makes
     the final offer of the sets (of that row) predicting that counter or one a cent away,
-    never under the candidate, or awards it. The same figures as the numpy form, bit for bit (see the module's
-    docstring); the counters are grouped by cent in a table per row."""
+    never under the candidate, or awards it. The same figures as the numpy form, bit for
+    bit (see the module's docstring); the counters are grouped by cent in a table per row."""
     n, S, C = len(counters), len(window), len(candidates)
     last = counters[n - 1]
     d, d1 = np.empty(S), np.empty(S)
