@@ -49,6 +49,9 @@
   const config = { displayModeBar: false, responsive: true };
   const label = (r) => (r.tier ? `${r.scenario}@${r.tier}` : r.scenario);
   const narrow = window.matchMedia("(max-width: 600px)").matches;
+  // Legends sit above the plot, growing upwards as they wrap (five buyers take five rows
+  // at 390 px): plotly widens the top margin for them, so they never cover the data.
+  const above = { orientation: "h", x: 0, y: 1, yanchor: "bottom" };
 
   const rows = page.leaderboard || [];
   const policies = [...new Set(rows.map((r) => r.policy))];
@@ -68,7 +71,7 @@
   });
   Plotly.newPlot("score-chart", scoreTraces, {
     barmode: "group", margin: { t: 10, r: 10, b: 90, l: 45 },
-    yaxis: { title: { text: "mean score" }, range: [0, 1] }, legend: { orientation: "h", y: 1.15 },
+    yaxis: { title: { text: "mean score" }, range: [0, 1] }, legend: above,
   }, config);
 
   // Each board's leaderboard: one dot per buyer with its CI, coloured by tie group.
@@ -99,7 +102,7 @@
       margin: { t: 30, r: 10, b: 45, l: narrow ? 90 : 150 }, height: 110 + 32 * board.length,
       xaxis: { title: { text: "mean score, 95 % CI" }, range: [0, 1] },
       yaxis: { categoryorder: "array", categoryarray: board.map((r) => r.policy).reverse(), automargin: true },
-      legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
+      legend: above,
     }, config);
   });
 
@@ -118,7 +121,7 @@
   });
   Plotly.newPlot("rating-chart", ratingTraces, {
     margin: { t: 10, r: 10, b: 110, l: 45 },
-    yaxis: { title: { text: "rating μ ± σ" } }, legend: { orientation: "h", y: 1.15 },
+    yaxis: { title: { text: "rating μ ± σ" } }, legend: above,
   }, config);
 
   const boards = page.matrix || [];
