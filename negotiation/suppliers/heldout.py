@@ -103,12 +103,12 @@ class HeldOutSeller(SupplierPolicy):
             ask = min(ask, th.last_counter)
         ask = round(ask, 2)
         if offer >= ask:
-            return self._say(ctx, "accept", offer)
+            return _say(ctx, "accept", offer, self.actor)
         if self._walks(th, k, ask, line):
-            return self._say(ctx, "walk_away", None)
+            return _say(ctx, "walk_away", None, self.actor)
         th.offers.append(offer)
         th.asks.append(ask)
-        return self._say(ctx, "counter", ask)
+        return _say(ctx, "counter", ask, self.actor)
 
     def _walks(self, th, k: int, ask: float, line: float) -> bool:
         """Whether the agent walks from an offer under its ask ``ask``."""
@@ -122,9 +122,6 @@ class HeldOutSeller(SupplierPolicy):
         if ask > round(line, 2) + 1e-9 or not at_line:
             return False
         return len(th.asks) - at_line[0] >= patience
-
-    def _say(self, ctx: SupplierContext, kind: str, price: float | None) -> ProposedDecision:
-        return ProposedDecision(kind, price, pick_message(ctx.rng, kind, VOICE), actor=self.actor)
 
 
 class GrudgeSeller(SupplierPolicy):
@@ -141,10 +138,13 @@ class GrudgeSeller(SupplierPolicy):
         # A rule persona's record keeps the buyer's best offer so far (concession.py).
         best = ctx.thread.offers[-1] if ctx.thread.offers else None
         if best is not None and ctx.offer < round(best, 2):
-            return ProposedDecision(
-                "walk_away", None, pick_message(ctx.rng, "walk_away", VOICE), actor=self.actor
-            )
+            return _say(ctx, "walk_away", None, self.actor)
         return self.base.respond(ctx)
+
+
+def _say(ctx: SupplierContext, kind: str, price: float | None, actor: str) -> ProposedDecision:
+    """A held-out seller's decision, worded in VOICE."""
+    return ProposedDecision(kind, price, pick_message(ctx.rng, kind, VOICE), actor=actor)
 
 
 def install(env, family: str) -> None:

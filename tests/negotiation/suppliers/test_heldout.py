@@ -9,10 +9,14 @@ from negotiation import ProcurementEnv, get_policy, list_presets, load_scenario
 from negotiation.suppliers import heldout
 
 
-def play(family: str, seed: int, buyer: str = "script_concede_5pct", persona: str = "hardball"):
-    """One bilateral episode against ``family``: (env, the thread's rounds as tuples)."""
+def play(
+    family: str | None, seed: int, buyer: str = "script_concede_5pct", persona: str = "hardball"
+):
+    """One bilateral episode against ``family`` (None: the rule persona itself): (env, the
+    thread's rounds as tuples)."""
     env = ProcurementEnv(load_scenario("bilateral", persona=persona))
-    heldout.install(env, family)
+    if family is not None:
+        heldout.install(env, family)
     obs = env.reset(seed=seed)
     pol = get_policy(buyer, seed=seed)
     while not env.done:
@@ -81,15 +85,7 @@ def test_grudge_answers_as_its_persona_until_an_offer_retracts():
     """Against a buyer that never retracts, the grudge seller's answers are its rule
     persona's own; an offer under one the buyer made before ends the talks at once."""
     for seed, persona in enumerate(("hardball", "cooperative", "deceptive")):
-        plain = ProcurementEnv(load_scenario("bilateral", persona=persona))
-        obs = plain.reset(seed=seed)
-        pol = get_policy("script_concede_2pct", seed=seed)
-        while not plain.done:
-            obs = plain.step(pol.act(obs)).observation
-        rule = [
-            (rd.buyer_offer, rd.response, rd.supplier_price)
-            for rd in obs.threads[("S01", "R01")].rounds
-        ]
+        rule = play(None, seed, buyer="script_concede_2pct", persona=persona)[1]
         assert play("grudge", seed, buyer="script_concede_2pct", persona=persona)[1] == rule
 
         env = ProcurementEnv(load_scenario("bilateral", persona=persona))
