@@ -44,6 +44,7 @@ from negotiation.training import (
     chat_examples,
     run_training,
 )
+from negotiation.training.grpo import expert_sources
 from negotiation.training.report import CURVES_FILE, REPORT_DIR, write_report
 
 BILATERAL = bilateral_presets()
@@ -52,25 +53,18 @@ HELD_OUT = 100_000  # evaluation seeds start here; training seeds stay below
 METRICS = ("deal_rate", "buyer_share", "invalid_action_rate", "fallback_rate")
 
 
-def expert_sources(presets: list[str], seeds: range) -> list[EpisodeSource]:
-    out = []
-    for preset in presets:
-        for seed in seeds:
-            res = run_episode(preset, get_policy("expert", seed=seed), seed)
-            out.append(EpisodeSource(preset, seed, [s.action for s in res.steps], res.score))
-    return out
-
-
 def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[str, list]]:
     """SFT then GRPO; the folders and each run's per-step log."""
     curves: dict[str, list] = {"sft": [], "grpo": []}
     sft_seeds = range(args.train_episodes)
     grpo_seeds = range(args.train_episodes, args.train_episodes + args.grpo_seeds)
     assert max(grpo_seeds, default=0) < HELD_OUT
-    sources = expert_sources(args.train_presets, sft_seeds)
+    sources = expert_sources([(p, s) for p in args.train_presets for s in sft_seeds])
     examples = chat_examples(sources, max_prompt_chars=args.max_prompt_chars)
     # held-out chats for the loss curve: evaluation seeds, never trained on
-    held_out = expert_sources(args.eval_presets, range(HELD_OUT, HELD_OUT + args.eval_chats))
+    held_out = expert_sources(
+        [(p, s) for p in args.eval_presets for s in range(HELD_OUT, HELD_OUT + args.eval_chats)]
+    )
     eval_examples = chat_examples(held_out, max_prompt_chars=args.max_prompt_chars)
     print(
         f"data: {len(sources)} expert episodes (mean score "
@@ -117,12 +111,23 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     folders = {"smollm2": smollm2_folder(), "sft": sft.model_dir}
     if args.grpo_steps:
         started = time.perf_counter()
+        rows = [(p, s) for p in args.train_presets for s in grpo_seeds]
+        states = []
+        if args.grpo_states == "own":  # the SFT model's own play of the same seeds
+            states, rows = own_sources(sft.model_dir, args.train_presets, grpo_seeds, args), []
+            played = sum(len(e.actions) for e in states)
+            print(
+                f"GRPO states: the SFT model's {len(states)} episodes ({played} decisions, "
+                f"mean score {sum(e.score or 0 for e in states) / len(states):.3f}) "
+                f"in {time.perf_counter() - started:.0f} s"
+            )
         grpo = run_training(
             TrainJob(
                 "grpo",
                 sft.model_dir,
                 out / "grpo",
-                rows=[(p, s) for p in args.train_presets for s in grpo_seeds],
+                rows=rows,
+                states=states,
                 max_steps=args.grpo_steps,
                 learning_rate=args.grpo_lr,
                 num_generations=args.num_generations,
@@ -133,6 +138,32 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
         print(f"GRPO: {grpo.steps} steps in {time.perf_counter() - started:.0f} s")
         folders["sft+grpo"] = grpo.model_dir
     return folders, curves
+
+
+def play_model(backend: Any, preset: str, seeds: range, args: argparse.Namespace) -> list[Any]:
+    """The model behind ``backend`` as the LLM buyer (free mode) on ``seeds``, the episodes
+    played at once through its batching backend."""
+    jobs = [
+        (
+            preset,
+            lambda h, s=seed: get_policy(
+                "llm", seed=s, backend=h, max_prompt_chars=args.max_prompt_chars
+            ),
+            seed,
+        )
+        for seed in seeds
+    ]
+    return run_episodes_concurrently(jobs, backend=backend)
+
+
+def own_sources(folder: Path, presets: list[str], seeds: range, args: argparse.Namespace):
+    """The model's own episodes on ``seeds``: GRPO's states where it learns in its own play."""
+    backend = get_backend("transformers", str(folder), device=args.device)
+    out = []
+    for preset in presets:
+        for res in play_model(backend, preset, seeds, args):
+            out.append(EpisodeSource(preset, res.seed, [st.action for st in res.steps], res.score))
+    return out
 
 
 def row(res: Any) -> dict[str, Any]:
@@ -157,17 +188,7 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
         backend = get_backend("transformers", str(folder), device=args.device)
         for preset in args.eval_presets:
             started = time.perf_counter()
-            jobs = [
-                (
-                    preset,
-                    lambda h, s=seed: get_policy(
-                        "llm", seed=s, backend=h, max_prompt_chars=args.max_prompt_chars
-                    ),
-                    seed,
-                )
-                for seed in seeds
-            ]
-            results = run_episodes_concurrently(jobs, backend=backend)
+            results = play_model(backend, preset, seeds, args)
             wall = time.perf_counter() - started
             table.append(cell(preset, label, results, wall))
             print(f"  {label} on {preset}: {wall:.0f} s", flush=True)
@@ -321,6 +342,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--grpo-steps", type=int, default=4, help="0 skips GRPO")
     p.add_argument("--grpo-lr", type=float, default=2e-5)
     p.add_argument("--grpo-seeds", type=int, default=2, help="GRPO rows per preset")
+    p.add_argument(
+        "--grpo-states",
+        choices=("expert", "own"),
+        default="expert",
+        help="whose play of the GRPO seeds gives the decision points: the expert's, or the "
+        "SFT model's own (the states it reaches in play, its mistakes included)",
+    )
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument("--eval-seeds", type=int, default=50, help="held-out seeds per preset")
     p.add_argument("--eval-presets", type=lambda s: s.split(","), default=list(BILATERAL))

@@ -42,8 +42,9 @@ class TrainJob:
     """What to train.
 
     - ``kind``: "sft" (needs ``examples``: ``chat_examples(...)`` output) or "grpo" (needs
-      ``rows``: (scenario, seed) pairs; each row is one group of ``num_generations``
-      rollouts of that same episode).
+      ``rows``, (scenario, seed) pairs the expert plays, or ``states``, episodes of any
+      player; every action of those episodes is a decision point where a group of
+      ``num_generations`` replies is sampled).
     - ``base_model``: a local Hugging Face folder (the shipped SmolLM2 folder, or a model
       this library trained earlier: ``TrainOutcome.model_dir``).
     - ``output_dir``: checkpoints (``checkpoint-N``), the final folder
@@ -58,6 +59,8 @@ class TrainJob:
       trained on): their loss and token accuracy on the assistant turns are logged
       (``eval_loss``, ``eval_mean_token_accuracy``) every ``eval_every`` steps (0: at the
       end only), a cheap learning curve that needs no episode played.
+    - ``batch_size`` x ``grad_accum``: chats (sft) or GRPO groups per optimizer step; GRPO
+      runs one reply per forward/backward pass (``grpo.build_trainer``).
     - ``data_summary``: free-form facts about the data for the lineage (filled by
       ``chat_examples`` callers, e.g. policy filter); scenarios/seeds/counts are added.
     """
@@ -67,6 +70,7 @@ class TrainJob:
     output_dir: Path
     examples: list[dict[str, Any]] = field(default_factory=list)
     rows: list[tuple[str, int]] = field(default_factory=list)
+    states: list[EpisodeSource] = field(default_factory=list)
     max_steps: int = 20
     learning_rate: float = 5e-5
     lora: bool = False

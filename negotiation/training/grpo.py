@@ -5,15 +5,22 @@ tool and parses tool calls out of the completions, so a model trained there acts
 calls, not by the JSON replies it plays with. Training what is played comes first here,
 so GRPO runs on decision points instead:
 
-- each (scenario, seed) row is played once by the expert; every step of that episode is a
-  decision point: the BuyerChat prompt before it (exactly what the LLM buyer reads there,
-  built from the replies a constrained decoder writes for the earlier actions);
+- every step of an episode is a decision point: the BuyerChat prompt before it (exactly
+  what the LLM buyer reads there, built from the replies a constrained decoder writes for
+  the earlier actions). The episodes are the expert's play of (scenario, seed) rows, and
+  ``states``: any player's episodes, e.g. the model's own, so that it learns in the states
+  its own play reaches (where the expert's states never go wrong, the model's do);
 - one GRPO group = ``num_generations`` replies to the same prompt (same seed, same state);
 - reward = the final episode score after playing the reply and letting the expert play the
   rest (``run_episode`` with the earlier actions and the reply as its prefix). A reply that
   is not a JSON action scores 0, the lowest score: TRL samples without the play-time
   grammar, so a format failure must cost something. An action the engine rejects costs its
   slot and penalty there, as in play. Nothing else is rewarded.
+- advantage = a reply's reward minus its group's mean, NOT divided by the group's
+  standard deviation (TRL's ``scale_rewards="none"``, as in Dr. GRPO). The reward is a
+  continuous score: most groups differ by a fraction of a cent of price, some by a lost
+  deal. Dividing by the std would give the first kind advantages as large as the second,
+  so noise would pull as hard as the decisions that matter.
 """
 
 from __future__ import annotations
@@ -28,13 +35,11 @@ from .contract import EpisodeSource, TrainingError
 from .examples import PLAY_MAX_TOKENS, replay
 
 CONTINUATION = "expert"  # plays the episode's rest after the sampled reply, and the states
+SCALE_REWARDS = "none"  # advantages in score units (see the module docstring)
 
 
-def decision_points(
-    rows: list[tuple[str, int]], max_prompt_chars: int, seed: int
-) -> list[dict[str, Any]]:
-    """Dataset rows: ``prompt`` (chat messages), ``scenario``, ``seed`` and ``prefix`` (the
-    JSON list of actions before this point), shuffled with ``seed``."""
+def expert_sources(rows: list[tuple[str, int]]) -> list[EpisodeSource]:
+    """The expert's play of each (scenario, seed) row, with its score."""
     out = []
     for scenario, episode_seed in rows:
         try:
@@ -42,13 +47,27 @@ def decision_points(
         except Exception as exc:  # an unknown scenario, a bad seed
             raise TrainingError(f"cannot play {scenario}/{episode_seed}: {exc}") from exc
         actions = [s.action for s in played.steps]
-        source = EpisodeSource(scenario, episode_seed, actions)
+        out.append(EpisodeSource(scenario, episode_seed, actions, played.score))
+    return out
+
+
+def decision_points(
+    sources: list[EpisodeSource], max_prompt_chars: int, seed: int
+) -> list[dict[str, Any]]:
+    """Dataset rows, one per action of each episode: ``prompt`` (the chat messages before
+    it), ``scenario`` (JSON: a preset's name or a config), ``seed`` and ``prefix`` (the
+    JSON list of the episode's actions before it), shuffled with ``seed``. The episodes
+    are the expert's (``expert_sources``) or any player's, e.g. the model's own, whose
+    states are the ones it meets in play."""
+    out = []
+    for source in sources:
+        actions = list(source.actions)
         for k, (messages, _) in enumerate(replay(source, max_prompt_chars, PLAY_MAX_TOKENS)):
             out.append(
                 {
                     "prompt": [{"role": m.role, "content": m.content} for m in messages],
-                    "scenario": scenario,
-                    "seed": episode_seed,
+                    "scenario": json.dumps(source.scenario),
+                    "seed": source.seed,
                     "prefix": json.dumps(actions[:k]),
                 }
             )
@@ -56,7 +75,9 @@ def decision_points(
     return out
 
 
-def episode_reward(scenario: str, seed: int, prefix: list[dict[str, Any]], reply: str) -> float:
+def episode_reward(
+    scenario: str | dict[str, Any], seed: int, prefix: list[dict[str, Any]], reply: str
+) -> float:
     """The final score of the episode where ``reply`` is played after ``prefix`` and the
     expert plays the rest; 0 for a reply that is not an action."""
     action, _ = parse_action(reply)
@@ -79,22 +100,29 @@ def reward_episode_score(
     out = []
     for completion, sc, sd, pre in zip(completions, scenario, seed, prefix, strict=True):
         text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
-        out.append(episode_reward(sc, int(sd), json.loads(pre), text))
+        out.append(episode_reward(json.loads(sc), int(sd), json.loads(pre), text))
     return out
 
 
 def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
-    """The GRPOTrainer for ``job.rows`` (already validated non-empty)."""
+    """The GRPOTrainer for the decision points of ``job.states`` and of the expert's play
+    of ``job.rows`` (one of them already validated non-empty)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    points = decision_points(job.rows, job.max_prompt_chars, job.seed)
-    per_device = args.pop("per_device_train_batch_size") * job.num_generations
+    sources = [*job.states, *expert_sources(job.rows)]
+    points = decision_points(sources, job.max_prompt_chars, job.seed)
+    # One reply per forward/backward pass, accumulated over the step's groups: a pass's
+    # memory is then one chat's activations whatever the group size. Four ~3,700-token
+    # replies at once (a late decision point) outgrew 24 GB on CPU.
+    prompts = args.pop("per_device_train_batch_size") * args.pop("gradient_accumulation_steps")
     config = GRPOConfig(
         **args,
-        per_device_train_batch_size=per_device,
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=prompts * job.num_generations,
         num_generations=job.num_generations,
         max_completion_length=job.max_completion_tokens,
+        scale_rewards=SCALE_REWARDS,
         remove_unused_columns=False,
     )
     return GRPOTrainer(

@@ -42,8 +42,8 @@ def _check(job: TrainJob) -> None:
         raise TrainingError("eval_examples are for sft")
     if job.eval_every < 0:
         raise TrainingError("eval_every must be >= 0")
-    if job.kind == "grpo" and not job.rows:
-        raise TrainingError("grpo needs (scenario, seed) rows")
+    if job.kind == "grpo" and not (job.rows or job.states):
+        raise TrainingError("grpo needs (scenario, seed) rows or episodes (states)")
     if job.max_steps < 1 or job.learning_rate <= 0 or job.batch_size < 1 or job.grad_accum < 1:
         raise TrainingError("max_steps, learning_rate, batch_size and grad_accum must be > 0")
     if job.kind == "grpo" and job.num_generations < 2:
@@ -154,12 +154,19 @@ def _data_summary(job: TrainJob) -> dict[str, Any]:
             examples=len(job.examples), assistant_turns=turns, eval_examples=len(job.eval_examples)
         )
     else:
+        played = [*job.rows, *((_name(e.scenario), e.seed) for e in job.states)]
         summary.update(
-            scenarios=sorted({s for s, _ in job.rows}),
-            seeds=sorted({int(seed) for _, seed in job.rows}),
+            scenarios=sorted({s for s, _ in played}),
+            seeds=sorted({int(seed) for _, seed in played}),
             rows=len(job.rows),
         )
+        if job.states:
+            summary["state_episodes"] = len(job.states)
     return summary
+
+
+def _name(scenario: str | dict[str, Any]) -> str:
+    return scenario if isinstance(scenario, str) else str(scenario.get("name", "custom"))
 
 
 def _versions() -> dict[str, str]:
@@ -220,6 +227,7 @@ def run_training(job: TrainJob, hooks: TrainHooks | None = None) -> TrainOutcome
         "steps": steps,
         "max_steps": job.max_steps,
         "learning_rate": job.learning_rate,
+        "scale_rewards": grpo.SCALE_REWARDS if job.kind == "grpo" else None,
         "cancelled": state["cancelled"],
         "resumed_from": resume,
         "metrics": state["metrics"],

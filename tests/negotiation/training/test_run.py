@@ -84,6 +84,13 @@ def test_sft_then_grpo_give_playable_folders(base: Path, examples: list, tmp_pat
     assert grpo.steps == 2 and "reward" in grpo.metrics
     assert grpo.lineage["base_model"] == str(sft.model_dir)
     assert grpo.lineage["data"] == {"scenarios": ["bilateral"], "seeds": [7], "rows": 1}
+    # advantages in score units reached TRL: what the trainer ran with, as it saved it
+    import torch
+
+    ran = torch.load(tmp_path / "grpo" / "checkpoint-2" / "training_args.bin", weights_only=False)
+    assert ran.scale_rewards == grpo.lineage["scale_rewards"] == "none"
+    # one reply per pass (memory of one chat), the group accumulated into one step
+    assert (ran.per_device_train_batch_size, ran.gradient_accumulation_steps) == (1, 2)
     play(grpo.model_dir)
 
 
@@ -119,6 +126,7 @@ def test_lora_is_merged_into_a_plain_folder(base: Path, examples: list, tmp_path
         ({"base_model": Path("/nonexistent")}, "not a Hugging Face model folder"),
         ({"eval_every": -1}, "eval_every must be"),
         ({"kind": "grpo", "rows": [("bilateral", 1)], "eval_examples": [{}]}, "are for sft"),
+        ({"kind": "grpo"}, "rows or episodes"),
     ],
 )
 def test_bad_jobs_write_nothing(
