@@ -28,7 +28,7 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from negotiation import get_policy, run_episode
 from negotiation.evaluation import BOOTSTRAP_RESAMPLES, summarise
@@ -44,6 +44,7 @@ from negotiation.training import (
     chat_examples,
     run_training,
 )
+from negotiation.training.contract import ScaleRewards
 from negotiation.training.grpo import expert_sources
 from negotiation.training.report import CURVES_FILE, REPORT_DIR, write_report
 
@@ -131,6 +132,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
                 max_steps=args.grpo_steps,
                 learning_rate=args.grpo_lr,
                 num_generations=args.num_generations,
+                scale_rewards=args.scale_rewards,
                 **common,
             ),
             TrainHooks(on_log=log("grpo")),
@@ -350,6 +352,12 @@ def main(argv: list[str] | None = None) -> None:
         "SFT model's own (the states it reaches in play, its mistakes included)",
     )
     p.add_argument("--num-generations", type=int, default=4)
+    p.add_argument(
+        "--scale-rewards",
+        choices=get_args(ScaleRewards),
+        default="group",
+        help="GRPO advantages divided by the group's reward std (TRL's default) or not",
+    )
     p.add_argument("--eval-seeds", type=int, default=50, help="held-out seeds per preset")
     p.add_argument("--eval-presets", type=lambda s: s.split(","), default=list(BILATERAL))
     p.add_argument("--max-prompt-chars", type=int, default=12_000)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 Kind = Literal["sft", "grpo"]
 Device = Literal["cpu", "cuda", "auto"]
+ScaleRewards = Literal["group", "batch", "none"]
 
 MODEL_SUBDIR = "model"  # output_dir/model: the final plain HF folder the backends load
 LINEAGE_FILE = "lineage.json"  # written next to the weights, inside output_dir/model
@@ -59,6 +60,8 @@ class TrainJob:
       trained on): their loss and token accuracy on the assistant turns are logged
       (``eval_loss``, ``eval_mean_token_accuracy``) every ``eval_every`` steps (0: at the
       end only), a cheap learning curve that needs no episode played.
+    - ``scale_rewards`` (grpo): TRL's advantage scaling: "group" (its default: divided by
+      the group's reward std), "batch", or "none" (score units); see ``grpo.py``.
     - ``batch_size`` x ``grad_accum``: chats (sft) or GRPO groups per optimizer step; GRPO
       runs one reply per forward/backward pass (``grpo.build_trainer``).
     - ``data_summary``: free-form facts about the data for the lineage (filled by
@@ -78,6 +81,7 @@ class TrainJob:
     batch_size: int = 1
     grad_accum: int = 1
     num_generations: int = 4
+    scale_rewards: ScaleRewards = "group"
     max_completion_tokens: int = 96  # grpo: tokens per reply (one JSON action)
     max_prompt_chars: int = 12_000  # the chat budget; the trained policy must play with it
     seed: int = 0

@@ -16,11 +16,11 @@ so GRPO runs on decision points instead:
   is not a JSON action scores 0, the lowest score: TRL samples without the play-time
   grammar, so a format failure must cost something. An action the engine rejects costs its
   slot and penalty there, as in play. Nothing else is rewarded.
-- advantage = a reply's reward minus its group's mean, NOT divided by the group's
-  standard deviation (TRL's ``scale_rewards="none"``, as in Dr. GRPO). The reward is a
-  continuous score: most groups differ by a fraction of a cent of price, some by a lost
-  deal. Dividing by the std would give the first kind advantages as large as the second,
-  so noise would pull as hard as the decisions that matter.
+- advantage = a reply's reward minus its group's mean, divided by the group's standard
+  deviation (TRL's default, ``TrainJob.scale_rewards="group"``), or left in score units
+  (``"none"``, as in Dr. GRPO). The reward is continuous: most groups differ by cents of
+  price, a few by a lost deal, and the std scaling pulls the first kind as hard as the
+  second; score units pull the decisive groups at about half the strength instead.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from .contract import EpisodeSource, TrainingError
 from .examples import PLAY_MAX_TOKENS, replay
 
 CONTINUATION = "expert"  # plays the episode's rest after the sampled reply, and the states
-SCALE_REWARDS = "none"  # advantages in score units (see the module docstring)
 
 
 def expert_sources(rows: list[tuple[str, int]]) -> list[EpisodeSource]:
@@ -122,7 +121,7 @@ def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], pe
         gradient_accumulation_steps=prompts * job.num_generations,
         num_generations=job.num_generations,
         max_completion_length=job.max_completion_tokens,
-        scale_rewards=SCALE_REWARDS,
+        scale_rewards=job.scale_rewards,
         remove_unused_columns=False,
     )
     return GRPOTrainer(

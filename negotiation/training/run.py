@@ -15,11 +15,12 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from .contract import (
     LINEAGE_FILE,
     MODEL_SUBDIR,
+    ScaleRewards,
     TrainHooks,
     TrainingError,
     TrainJob,
@@ -48,6 +49,8 @@ def _check(job: TrainJob) -> None:
         raise TrainingError("max_steps, learning_rate, batch_size and grad_accum must be > 0")
     if job.kind == "grpo" and job.num_generations < 2:
         raise TrainingError("grpo needs num_generations >= 2 (a group to compare)")
+    if job.scale_rewards not in get_args(ScaleRewards):
+        raise TrainingError(f"scale_rewards must be one of {get_args(ScaleRewards)}")
     if job.device not in ("cpu", "cuda", "auto"):
         raise TrainingError(f"device must be cpu, cuda or auto, not {job.device!r}")
     if job.lora and job.lora_r < 1:
@@ -227,7 +230,7 @@ def run_training(job: TrainJob, hooks: TrainHooks | None = None) -> TrainOutcome
         "steps": steps,
         "max_steps": job.max_steps,
         "learning_rate": job.learning_rate,
-        "scale_rewards": grpo.SCALE_REWARDS if job.kind == "grpo" else None,
+        "scale_rewards": job.scale_rewards if job.kind == "grpo" else None,
         "cancelled": state["cancelled"],
         "resumed_from": resume,
         "metrics": state["metrics"],

@@ -79,12 +79,13 @@ def test_sft_then_grpo_give_playable_folders(base: Path, examples: list, tmp_pat
             max_completion_tokens=24,
             device="cpu",
             max_prompt_chars=CHARS,
+            scale_rewards="none",
         )
     )
     assert grpo.steps == 2 and "reward" in grpo.metrics
     assert grpo.lineage["base_model"] == str(sft.model_dir)
     assert grpo.lineage["data"] == {"scenarios": ["bilateral"], "seeds": [7], "rows": 1}
-    # advantages in score units reached TRL: what the trainer ran with, as it saved it
+    # the advantage scaling reached TRL: what the trainer ran with, as it saved it
     import torch
 
     ran = torch.load(tmp_path / "grpo" / "checkpoint-2" / "training_args.bin", weights_only=False)
@@ -127,6 +128,7 @@ def test_lora_is_merged_into_a_plain_folder(base: Path, examples: list, tmp_path
         ({"eval_every": -1}, "eval_every must be"),
         ({"kind": "grpo", "rows": [("bilateral", 1)], "eval_examples": [{}]}, "are for sft"),
         ({"kind": "grpo"}, "rows or episodes"),
+        ({"kind": "grpo", "rows": [("bilateral", 1)], "scale_rewards": "std"}, "scale_rewards"),
     ],
 )
 def test_bad_jobs_write_nothing(
