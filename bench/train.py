@@ -108,6 +108,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
         ),
         TrainHooks(on_log=log("sft")),
     )
+    curves["sft"] = sft.history  # the whole run's, steps before a resume included
     print(f"SFT: {sft.steps} steps in {time.perf_counter() - started:.0f} s -> {sft.model_dir}")
     folders = {"smollm2": smollm2_folder(), "sft": sft.model_dir}
     if args.grpo_steps:
@@ -137,6 +138,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
             ),
             TrainHooks(on_log=log("grpo")),
         )
+        curves["grpo"] = grpo.history
         print(f"GRPO: {grpo.steps} steps in {time.perf_counter() - started:.0f} s")
         folders["sft+grpo"] = grpo.model_dir
     return folders, curves

@@ -113,10 +113,14 @@ class TrainHooks:
 class TrainOutcome:
     """The result: ``model_dir`` (a plain HF folder, loadable by the transformers
     backend as ``model=str(model_dir)``), the optimizer steps done, the last metrics,
-    the lineage written to ``model_dir/lineage.json``, and whether it was cancelled."""
+    the lineage written to ``model_dir/lineage.json``, whether it was cancelled, and
+    ``history``: every logged step (``step`` and its floats), those of the runs it resumed
+    included (the trainer's own log, kept in each checkpoint), so a resumed run's curves
+    start at step 1."""
 
     model_dir: Path
     steps: int
     metrics: dict[str, float]
     lineage: dict[str, Any]
     cancelled: bool = False
+    history: list[dict[str, float]] = field(default_factory=list)

@@ -246,7 +246,10 @@ def run_training(job: TrainJob, hooks: TrainHooks | None = None) -> TrainOutcome
         },
     }
     (model_dir / LINEAGE_FILE).write_text(json.dumps(lineage, indent=2))
-    return TrainOutcome(model_dir, steps, dict(state["metrics"]), lineage, state["cancelled"])
+    history = [_floats(e) for e in trainer.state.log_history if "train_runtime" not in e]
+    return TrainOutcome(
+        model_dir, steps, dict(state["metrics"]), lineage, state["cancelled"], history
+    )
 
 
 def _save_final(trainer: Any, tokenizer: Any, output_dir: Path, lora: bool) -> Path:

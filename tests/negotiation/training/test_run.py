@@ -108,6 +108,8 @@ def test_resume_and_cancel(base: Path, examples: list, tmp_path: Path) -> None:
     again = run_training(sft_job(base, out, examples, max_steps=3))
     assert again.lineage["resumed_from"] == str(out / "checkpoint-1")
     assert again.steps == 3 and not again.cancelled
+    # its history starts at step 1, before the resume: the curves of the whole run
+    assert [e["step"] for e in again.history if "loss" in e] == [1.0, 2.0, 3.0]
 
 
 def test_lora_is_merged_into_a_plain_folder(base: Path, examples: list, tmp_path: Path) -> None:
