@@ -75,7 +75,6 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
 
     def log(kind: str):
         def on_log(step: int, metrics: dict[str, float]) -> None:
-            curves[kind].append({"step": step, **metrics})
             keys = ("loss", "reward", "eval_loss", "eval_mean_token_accuracy")
             shown = {k: round(v, 4) for k, v in metrics.items() if k in keys}
             print(f"  {kind} step {step}: {shown} ({metrics['seconds']:.0f} s)", flush=True)

@@ -9,7 +9,7 @@ so GRPO runs on decision points instead:
   what the LLM buyer reads there, built from the replies a constrained decoder writes for
   the earlier actions). The episodes are the expert's play of (scenario, seed) rows, and
   ``states``: any player's episodes, e.g. the model's own, so that it learns in the states
-  its own play reaches (where the expert's states never go wrong, the model's do);
+  its own play reaches, its mistakes included (the expert's states hold none);
 - one GRPO group = ``num_generations`` replies to the same prompt (same seed, same state);
 - reward = the final episode score after playing the reply and letting the expert play the
   rest (``run_episode`` with the earlier actions and the reply as its prefix). A reply that

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, get_args
 
+from ..scenarios import load_scenario
 from .contract import (
     LINEAGE_FILE,
     MODEL_SUBDIR,
@@ -157,7 +158,7 @@ def _data_summary(job: TrainJob) -> dict[str, Any]:
             examples=len(job.examples), assistant_turns=turns, eval_examples=len(job.eval_examples)
         )
     else:
-        played = [*job.rows, *((_name(e.scenario), e.seed) for e in job.states)]
+        played = [*job.rows, *((load_scenario(e.scenario).name, e.seed) for e in job.states)]
         summary.update(
             scenarios=sorted({s for s, _ in played}),
             seeds=sorted({int(seed) for _, seed in played}),
@@ -166,10 +167,6 @@ def _data_summary(job: TrainJob) -> dict[str, Any]:
         if job.states:
             summary["state_episodes"] = len(job.states)
     return summary
-
-
-def _name(scenario: str | dict[str, Any]) -> str:
-    return scenario if isinstance(scenario, str) else str(scenario.get("name", "custom"))
 
 
 def _versions() -> dict[str, str]:
