@@ -115,6 +115,8 @@ def run_episode(
     while not env.done:
         replayed = i < len(prefix)
         action = prefix[i] if replayed else pol.act(obs)
+        if replayed:
+            pol.replayed(obs, action)
         i += 1
         decision = (None if replayed else pol.last_decision) or POLICY_DECISION
         try:

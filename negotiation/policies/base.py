@@ -69,6 +69,13 @@ class Policy(ABC):
     @abstractmethod
     def act(self, obs: Observation) -> dict[str, Any]: ...
 
+    def replayed(self, obs: Observation, action: Any) -> None:
+        """``action`` was played for this policy at ``obs`` (a stored prefix: a resumed
+        episode, a training rollout). A policy that keeps its own record of the episode
+        (the LLM buyer's chat) takes it in here, so that its next turn reads as if it had
+        played the prefix itself; rule policies read everything from ``obs``."""
+        return None
+
     def decide(self, action: dict[str, Any], why: Why) -> dict[str, Any]:
         """``action``, with the reason for it kept for the step record (the rationale an
         analyst reads): a few words from the numbers the policy used. Rule policies call

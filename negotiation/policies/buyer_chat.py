@@ -22,8 +22,10 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ..action_mask import ActionMask, Option, valid_actions
+from ..action_mask import SPEC_BY_TYPE, ActionMask, Option, valid_actions
+from ..action_spec import RATIONALE
 from ..llm.backend import ChatMessage
+from ..llm.replies import text_max_for
 from ..observation import Observation
 from ..suppliers.guard import fmt_price
 from .prompts import (
@@ -43,6 +45,24 @@ from .prompts import (
 )
 
 FIRST_TURN_SHARE = 2  # a restart's whole-state turn may take 1/2 of the chat's limit
+TEXT_FIELDS = 2  # an action's free-text fields (message, rationale) share its reply budget
+
+
+def action_reply(action: dict[str, Any], *, max_tokens: int) -> str:
+    """The JSON a constrained decoder writes for ``action``: ``action_type``, then the
+    action's fields in schema order, free text cut to the schema's ``maxLength``. The
+    ``rationale`` is left out (optional, and it never changes the world): shorter replies
+    train and play faster. Raises ValueError for what is no buyer action."""
+    spec = SPEC_BY_TYPE.get(action.get("action_type"))  # type: ignore[arg-type]
+    if spec is None:
+        raise ValueError(f"not a buyer action: {str(action)[:200]}")
+    text_max = text_max_for(max_tokens, TEXT_FIELDS)
+    out: dict[str, Any] = {"action_type": spec.action_type}
+    for name in (*spec.required, *spec.optional):
+        if name in action and action[name] is not None and name != RATIONALE:
+            value = action[name]
+            out[name] = value[:text_max] if isinstance(value, str) else value
+    return json.dumps(out)
 
 
 def valid_now(mask: ActionMask) -> dict[str, str]:

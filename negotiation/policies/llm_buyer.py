@@ -36,7 +36,7 @@ from ..llm.replies import (
 from ..observation import Observation
 from .action_schema import Narration, Rationale, parse_action
 from .base import DecisionMeta, Policy
-from .buyer_chat import BuyerChat
+from .buyer_chat import TEXT_FIELDS, BuyerChat, action_reply
 from .params import LLMParams
 from .prompts import narrator_messages
 
@@ -86,13 +86,24 @@ class LLMBuyerPolicy(Policy):
     def act(self, obs: Observation) -> dict[str, Any]:
         return self._narrate(obs) if self.mode == "narrator" else self._free(obs)
 
+    def replayed(self, obs: Observation, action: Any) -> None:
+        """Free mode: the stored action joins the chat as the reply a constrained decoder
+        writes for it (``action_reply``, as training data writes it), so the next prompt
+        is the chat of a model that played the prefix itself."""
+        if self.mode != "free":
+            return  # narrator mode keeps no chat
+        self.chat.prompt(obs, valid_actions(obs))
+        try:
+            self.chat.answer(action_reply(action, max_tokens=self.max_tokens))
+        except (AttributeError, ValueError):  # a stored action that was no action
+            self.chat.answer(str(action)[:ERROR_CHARS])
+
     # ------------------------------------------------------------------ modes
     def _free(self, obs: Observation) -> dict[str, Any]:
         mask = valid_actions(obs)
         messages = self.chat.prompt(obs, mask)
         self._conversation = f"buyer/{obs.episode_key}"
-        # an action has two text fields to fill (its message and rationale)
-        schema = mask.json_schema(text_max_for(self.max_tokens, 2))
+        schema = mask.json_schema(text_max_for(self.max_tokens, TEXT_FIELDS))
         result = self._generate(obs, messages, schema)
         if not result.ok:
             action = self._fall_back(obs, None, result.error or "backend error", parse=False)

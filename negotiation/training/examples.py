@@ -9,16 +9,14 @@ records that text as its assistant turn, so the next prompt is byte-identical to
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from ..action_mask import SPEC_BY_TYPE, valid_actions
-from ..action_spec import RATIONALE
+from ..action_mask import valid_actions
 from ..env import ProcurementEnv
 from ..llm.backend import ChatMessage
-from ..llm.replies import text_max_for
 from ..policies.buyer_chat import BuyerChat
+from ..policies.buyer_chat import action_reply as reply_for
 from ..policies.params import LLMParams
 from ..scenarios import load_scenario
 from .contract import EpisodeSource, TrainingError
@@ -26,24 +24,14 @@ from .contract import EpisodeSource, TrainingError
 _DEFAULTS = LLMParams()
 PLAY_MAX_TOKENS = _DEFAULTS.max_tokens  # the LLM buyer's reply budget
 PLAY_MAX_PROMPT_CHARS = _DEFAULTS.max_prompt_chars
-TEXT_FIELDS = 2  # message and rationale: how LLMBuyerPolicy sizes an action's text
 
 
 def action_reply(action: dict[str, Any], *, max_tokens: int = PLAY_MAX_TOKENS) -> str:
-    """The JSON a constrained decoder writes for ``action``: ``action_type``, then the
-    action's fields in schema order, free text cut to the schema's ``maxLength``. The
-    ``rationale`` is left out (optional, and it never changes the world): shorter replies
-    train and play faster."""
-    spec = SPEC_BY_TYPE.get(action.get("action_type"))  # type: ignore[arg-type]
-    if spec is None:
-        raise TrainingError(f"not a buyer action: {str(action)[:200]}")
-    text_max = text_max_for(max_tokens, TEXT_FIELDS)
-    out: dict[str, Any] = {"action_type": spec.action_type}
-    for name in (*spec.required, *spec.optional):
-        if name in action and action[name] is not None and name != RATIONALE:
-            value = action[name]
-            out[name] = value[:text_max] if isinstance(value, str) else value
-    return json.dumps(out)
+    """``buyer_chat.action_reply``, refusing a non-action with a TrainingError."""
+    try:
+        return reply_for(action, max_tokens=max_tokens)
+    except ValueError as exc:
+        raise TrainingError(str(exc)) from exc
 
 
 def replay(

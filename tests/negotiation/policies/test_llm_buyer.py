@@ -205,3 +205,18 @@ def test_rule_policies_record_policy_as_actor() -> None:
     step = run_episode("bilateral", "expert", 0).steps[0].to_dict()
     assert step["actor"] == "policy" and step["message"] is None and not step["llm_fallback"]
     assert step["supplier_actor"] == "rule" and step["guard_interventions"] == 0
+
+
+def test_a_replayed_prefix_is_in_the_chat_as_training_writes_it() -> None:
+    """Resuming from stored actions (a crash, a GRPO rollout), the model's first prompt is
+    the chat it would read had it played them: the training data's decision point there."""
+    from negotiation.training.grpo import decision_points, expert_sources
+
+    source = expert_sources([("bilateral", 4)])[0]
+    points = {p["prefix"]: p["prompt"] for p in decision_points([source], 3_000, seed=0)}
+    for k in (1, len(source.actions) - 1):
+        backend = ScriptedBackend(simple_buyer)
+        policy = get_policy("llm", backend=backend, max_prompt_chars=3_000)
+        run_episode("bilateral", policy, 4, actions_prefix=list(source.actions[:k]))
+        first = [{"role": m.role, "content": m.content} for m in backend.requests[0].messages]
+        assert first == points[json.dumps(list(source.actions[:k]))]
