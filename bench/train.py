@@ -44,7 +44,7 @@ from negotiation.training import (
     chat_examples,
     run_training,
 )
-from negotiation.training.contract import ScaleRewards
+from negotiation.training.contract import Continuation, ScaleRewards
 from negotiation.training.grpo import expert_sources
 from negotiation.training.report import CURVES_FILE, REPORT_DIR, write_report
 
@@ -133,6 +133,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
                 learning_rate=args.grpo_lr,
                 num_generations=args.num_generations,
                 scale_rewards=args.scale_rewards,
+                continuation=args.continuation,
                 **common,
             ),
             TrainHooks(on_log=log("grpo")),
@@ -351,6 +352,13 @@ def main(argv: list[str] | None = None) -> None:
         default="expert",
         help="whose play of the GRPO seeds gives the decision points: the expert's, or the "
         "SFT model's own (the states it reaches in play, its mistakes included)",
+    )
+    p.add_argument(
+        "--continuation",
+        choices=get_args(Continuation),
+        default="expert",
+        help="who plays an episode's rest after a GRPO reply, for its reward: the expert "
+        "(one-step credit) or the model being trained (a whole-episode rollout)",
     )
     p.add_argument("--num-generations", type=int, default=4)
     p.add_argument(

@@ -63,6 +63,7 @@ def run_episodes_concurrently(
     max_wait_s: float = 5.0,
     return_exceptions: bool = False,
     on_done: Callable[[int, Any, Participant], None] | None = None,
+    prefixes: Sequence[list[Any]] | None = None,
 ) -> list[Any]:
     """Play ``jobs`` (scenario, policy_factory(backend) -> Policy, seed) in threads.
 
@@ -79,7 +80,12 @@ def run_episodes_concurrently(
     further job starts, the episodes playing get no more model calls (their decisions
     fall back, so they end within the round in flight) and are dropped, and its
     exception propagates.
+
+    ``prefixes``: one list of stored actions per job, replayed before its policy plays
+    (``run_episode``'s ``actions_prefix``).
     """
+    if prefixes is not None and len(prefixes) != len(jobs):
+        raise ValueError(f"{len(prefixes)} prefixes for {len(jobs)} jobs")
     if not jobs:
         return []
     batcher = (
@@ -110,6 +116,7 @@ def run_episodes_concurrently(
             seed,
             on_step=callback,
             record_steps=record_steps,
+            actions_prefix=None if prefixes is None else prefixes[index],
             llm_backend=backend,
         )
 

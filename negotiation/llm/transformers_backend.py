@@ -25,6 +25,7 @@ that would recompute much of its cache next to a row that shares nothing goes to
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,33 +83,41 @@ class TransformersBackend(LocalBatchBackend):
     name = "transformers"
     Options = TransformersOptions
 
-    def __init__(self, model: str = "", **options: Any) -> None:
+    def __init__(self, model: str = "", *, loaded: Any = None, **options: Any) -> None:
+        """Load ``model`` (a local folder, or the shipped default), or serve ``loaded``:
+        a (model, tokenizer) pair already in memory, e.g. a model being trained (its
+        device is kept; ``device``, ``dtype`` and ``attention`` are then its own)."""
         super().__init__()
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         opts = TransformersOptions.parse(self.name, options)
-        folder = resolve_model(model)
-        device = opts.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = opts.dtype
-        if dtype == "auto":
-            dtype = "float32" if device == "cpu" else "bfloat16"
-        self.device = torch.device(device)
+        if loaded is not None:
+            self.model, tokenizer = loaded
+            self.tokenizer = copy.copy(tokenizer)  # its padding side is set below, not theirs
+            self.device = self.model.device
+        else:
+            folder = resolve_model(model)
+            device = opts.device
+            if device == "auto":
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            dtype = opts.dtype
+            if dtype == "auto":
+                dtype = "float32" if device == "cpu" else "bfloat16"
+            self.device = torch.device(device)
+            self.tokenizer = AutoTokenizer.from_pretrained(folder)
+            attention = opts.attention
+            gqa = attention_register()  # a name transformers knows, by default or by choice
+            if attention == "auto":
+                attention = "sdpa" if self.device.type == "cuda" else gqa
+            self.model = AutoModelForCausalLM.from_pretrained(
+                folder, dtype=getattr(torch, dtype), attn_implementation=attention
+            )
+            self.model.to(self.device).eval()
         self.max_batch_size = opts.max_batch_size
-        self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        attention = opts.attention
-        gqa = attention_register()  # a name transformers knows, by default or by choice
-        if attention == "auto":
-            attention = "sdpa" if self.device.type == "cuda" else gqa
-        self.model = AutoModelForCausalLM.from_pretrained(
-            folder, dtype=getattr(torch, dtype), attn_implementation=attention
-        )
-        self.model.to(self.device).eval()
         config = self.model.config
         self.context_tokens = getattr(config, "max_position_embeddings", None) or getattr(
             config, "n_positions", 2048

@@ -14,6 +14,7 @@ from typing import Any, Literal
 Kind = Literal["sft", "grpo"]
 Device = Literal["cpu", "cuda", "auto"]
 ScaleRewards = Literal["group", "batch", "none"]
+Continuation = Literal["expert", "model"]
 
 MODEL_SUBDIR = "model"  # output_dir/model: the final plain HF folder the backends load
 LINEAGE_FILE = "lineage.json"  # written next to the weights, inside output_dir/model
@@ -62,6 +63,10 @@ class TrainJob:
       end only), a cheap learning curve that needs no episode played.
     - ``scale_rewards`` (grpo): TRL's advantage scaling: "group" (its default: divided by
       the group's reward std), "batch", or "none" (score units); see ``grpo.py``.
+    - ``continuation`` (grpo): who plays the episode's rest after a sampled reply, for its
+      reward: "expert" (one-step credit: the expert's continuation rescues most replies)
+      or "model" (the model being trained, greedy, as it plays: the reward sees its own
+      closing); see ``grpo.py``.
     - ``batch_size`` x ``grad_accum``: chats (sft) or GRPO groups per optimizer step; GRPO
       runs one reply per forward/backward pass (``grpo.build_trainer``).
     - ``data_summary``: free-form facts about the data for the lineage (filled by
@@ -82,6 +87,7 @@ class TrainJob:
     grad_accum: int = 1
     num_generations: int = 4
     scale_rewards: ScaleRewards = "group"
+    continuation: Continuation = "expert"
     max_completion_tokens: int = 96  # grpo: tokens per reply (one JSON action)
     max_prompt_chars: int = 12_000  # the chat budget; the trained policy must play with it
     seed: int = 0

@@ -11,11 +11,18 @@ so GRPO runs on decision points instead:
   ``states``: any player's episodes, e.g. the model's own, so that it learns in the states
   its own play reaches, its mistakes included (the expert's states hold none);
 - one GRPO group = ``num_generations`` replies to the same prompt (same seed, same state);
-- reward = the final episode score after playing the reply and letting the expert play the
-  rest (``run_episode`` with the earlier actions and the reply as its prefix). A reply that
-  is not a JSON action scores 0, the lowest score: TRL samples without the play-time
-  grammar, so a format failure must cost something. An action the engine rejects costs its
-  slot and penalty there, as in play. Nothing else is rewarded.
+- reward = the final episode score after playing the reply and letting the continuation
+  play the rest (``run_episode`` with the earlier actions and the reply as its prefix). A
+  reply that is not a JSON action scores 0, the lowest score: TRL samples without the
+  play-time grammar, so a format failure must cost something. An action the engine rejects
+  costs its slot and penalty there, as in play. Nothing else is rewarded.
+- the continuation (``TrainJob.continuation``) is the expert (one-step credit: cheap, but
+  the expert closes the deals the model would lose, so nearly every reply scores alike)
+  or the model being trained (``ModelContinuation``: a whole-episode rollout of its own
+  greedy, constrained play after the reply, every group's rollouts played at once through
+  one batching backend, so the reward sees its own closing). The model's chat holds the
+  earlier actions and the reply as a constrained decoder writes them (the LLM buyer's
+  ``replayed``), as the decision point's prompt does.
 - advantage = a reply's reward minus its group's mean, divided by the group's standard
   deviation (TRL's default, ``TrainJob.scale_rewards="group"``), or left in score units
   (``"none"``, as in Dr. GRPO). The reward is continuous: most groups differ by cents of
@@ -29,6 +36,8 @@ import json
 import random
 from typing import Any
 
+from ..interfaces.concurrent import run_episodes_concurrently
+from ..policies import get_policy
 from ..policies.action_schema import parse_action
 from ..runner import run_episode
 from .contract import EpisodeSource, TrainingError
@@ -87,20 +96,87 @@ def episode_reward(
     ).score
 
 
-def reward_episode_score(
-    prompts: list[Any],
-    completions: list[Any],
-    scenario: list[str],
-    seed: list[int],
-    prefix: list[str],
-    **_: Any,
-) -> list[float]:
-    """TRL reward function (one float per completion)."""
-    out = []
-    for completion, sc, sd, pre in zip(completions, scenario, seed, prefix, strict=True):
-        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
-        out.append(episode_reward(json.loads(sc), int(sd), json.loads(pre), text))
-    return out
+Row = tuple[str, dict[str, Any] | str, int, list[dict[str, Any]]]  # reply, scenario, seed, prefix
+
+
+class EpisodeScoreReward:
+    """TRL reward function (one float per completion): the score of the episode where the
+    reply is played after the decision point's prefix and the expert plays the rest.
+    TRL calls it with the dataset's columns (``decision_points``)."""
+
+    __name__ = "reward_episode_score"  # TRL names the reward's log column by it
+
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        scenario: list[str],
+        seed: list[int],
+        prefix: list[str],
+        **_: Any,
+    ) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        columns = map(json.loads, scenario), map(int, seed), map(json.loads, prefix)
+        return self.scores(list(zip(texts, *columns, strict=True)))
+
+    def scores(self, rows: list[Row]) -> list[float]:
+        return [episode_reward(sc, sd, pre, text) for text, sc, sd, pre in rows]
+
+
+reward_episode_score = EpisodeScoreReward()
+
+
+class ModelContinuation(EpisodeScoreReward):
+    """The reward with the rest played by the model being trained (``bind`` it once the
+    trainer holds it) as the LLM buyer plays (free mode, greedy, constrained decoding,
+    the expert's action where a reply fails), every row's episode at once."""
+
+    __name__ = "reward_model_continuation"
+
+    def __init__(self, max_prompt_chars: int, max_tokens: int = PLAY_MAX_TOKENS) -> None:
+        self.max_prompt_chars, self.max_tokens = max_prompt_chars, max_tokens
+        self.model: Any = None
+        self.tokenizer: Any = None
+
+    def bind(self, model: Any, tokenizer: Any) -> None:
+        self.model, self.tokenizer = model, tokenizer
+
+    def scores(self, rows: list[Row]) -> list[float]:
+        from ..llm.transformers_backend import TransformersBackend
+
+        if self.model is None:
+            raise TrainingError("the model continuation was never bound to a model")
+        out = [0.0] * len(rows)  # a reply that is no action: the lowest score
+        jobs, prefixes, at = [], [], []
+        for k, (text, scenario, seed, prefix) in enumerate(rows):
+            action, _ = parse_action(text)
+            if action is not None:
+                at.append(k)
+                prefixes.append([*prefix, action])
+                jobs.append((scenario, self._policy, seed))
+        if not jobs:
+            return out
+        # A fresh backend per call: its key/value cache must not outlive these weights.
+        backend = TransformersBackend(loaded=(self.model, self.tokenizer))
+        training = self.model.training
+        self.model.eval()
+        try:
+            played = run_episodes_concurrently(
+                jobs, backend=backend, prefixes=prefixes, record_steps=False, max_wait_s=0.05
+            )
+        finally:
+            self.model.train(training)
+        for k, result in zip(at, played, strict=True):
+            out[k] = result.score
+        return out
+
+    def _policy(self, handle: Any) -> Any:
+        return get_policy(
+            "llm",
+            backend=handle,
+            max_prompt_chars=self.max_prompt_chars,
+            max_tokens=self.max_tokens,
+        )
 
 
 def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], peft: Any) -> Any:
@@ -124,11 +200,17 @@ def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], pe
         scale_rewards=job.scale_rewards,
         remove_unused_columns=False,
     )
-    return GRPOTrainer(
+    reward = reward_episode_score
+    if job.continuation == "model":
+        reward = ModelContinuation(job.max_prompt_chars)
+    trainer = GRPOTrainer(
         model=model,
-        reward_funcs=reward_episode_score,
+        reward_funcs=reward,
         args=config,
         train_dataset=Dataset.from_list(points),
         processing_class=tokenizer,
         peft_config=peft,
     )
+    if isinstance(reward, ModelContinuation):
+        reward.bind(trainer.model, tokenizer)  # peft's wrapper where LoRA trains
+    return trainer

@@ -21,6 +21,7 @@ from ..scenarios import load_scenario
 from .contract import (
     LINEAGE_FILE,
     MODEL_SUBDIR,
+    Continuation,
     ScaleRewards,
     TrainHooks,
     TrainingError,
@@ -52,6 +53,8 @@ def _check(job: TrainJob) -> None:
         raise TrainingError("grpo needs num_generations >= 2 (a group to compare)")
     if job.scale_rewards not in get_args(ScaleRewards):
         raise TrainingError(f"scale_rewards must be one of {get_args(ScaleRewards)}")
+    if job.continuation not in get_args(Continuation):
+        raise TrainingError(f"continuation must be one of {get_args(Continuation)}")
     if job.device not in ("cpu", "cuda", "auto"):
         raise TrainingError(f"device must be cpu, cuda or auto, not {job.device!r}")
     if job.lora and job.lora_r < 1:
@@ -228,6 +231,7 @@ def run_training(job: TrainJob, hooks: TrainHooks | None = None) -> TrainOutcome
         "max_steps": job.max_steps,
         "learning_rate": job.learning_rate,
         "scale_rewards": job.scale_rewards if job.kind == "grpo" else None,
+        "continuation": job.continuation if job.kind == "grpo" else None,
         "cancelled": state["cancelled"],
         "resumed_from": resume,
         "metrics": state["metrics"],

@@ -45,6 +45,19 @@ def sft_job(base: Path, out: Path, examples: list[dict], **kw) -> TrainJob:
     return TrainJob("sft", base, out, examples=examples, **settings)
 
 
+def grpo_job(base: Path, out: Path, **kw) -> TrainJob:
+    settings = {"max_steps": 2, "device": "cpu", "max_prompt_chars": CHARS, **kw}
+    return TrainJob(
+        "grpo",
+        base,
+        out,
+        rows=[("bilateral", 7)],
+        num_generations=2,
+        max_completion_tokens=24,
+        **settings,
+    )
+
+
 def play(model_dir: Path) -> None:
     """One whole episode with the folder as the product's ``llm`` policy."""
     policy = get_policy(
@@ -68,20 +81,7 @@ def test_sft_then_grpo_give_playable_folders(base: Path, examples: list, tmp_pat
     assert lineage["policy_params"]["model"] == str(sft.model_dir)
     play(sft.model_dir)
 
-    grpo = run_training(
-        TrainJob(
-            "grpo",
-            sft.model_dir,
-            tmp_path / "grpo",
-            rows=[("bilateral", 7)],
-            max_steps=2,
-            num_generations=2,
-            max_completion_tokens=24,
-            device="cpu",
-            max_prompt_chars=CHARS,
-            scale_rewards="none",
-        )
-    )
+    grpo = run_training(grpo_job(sft.model_dir, tmp_path / "grpo", scale_rewards="none"))
     assert grpo.steps == 2 and "reward" in grpo.metrics
     assert grpo.lineage["base_model"] == str(sft.model_dir)
     assert grpo.lineage["data"] == {"scenarios": ["bilateral"], "seeds": [7], "rows": 1}
@@ -93,6 +93,31 @@ def test_sft_then_grpo_give_playable_folders(base: Path, examples: list, tmp_pat
     # one reply per pass (memory of one chat), the group accumulated into one step
     assert (ran.per_device_train_batch_size, ran.gradient_accumulation_steps) == (1, 2)
     play(grpo.model_dir)
+
+
+def test_the_model_continuation_scores_the_models_own_play(base: Path, tmp_path: Path) -> None:
+    """GRPO's reward with ``continuation="model"``: after the reply, the model being
+    trained plays the rest as the ``llm`` policy plays it; a 2-step run records it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from negotiation.training.examples import action_reply
+    from negotiation.training.grpo import ModelContinuation, decision_points, expert_sources
+
+    source = expert_sources([("bilateral", 7)])[0]
+    point = next(p for p in decision_points([source], CHARS, seed=0) if p["prefix"] == "[]")
+    reward = ModelContinuation(CHARS)
+    reward.bind(AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base))
+    replies = [action_reply(source.actions[0]), "no action"]
+    columns = {k: [point[k]] * 2 for k in ("prompt", "scenario", "seed", "prefix")}
+    got = reward(columns.pop("prompt"), replies, **columns)
+    policy = get_policy("llm", backend="transformers", model=str(base), max_prompt_chars=CHARS)
+    alone = run_episode("bilateral", policy, 7, actions_prefix=[source.actions[0]])
+    assert policy.stats["llm_calls"] > 0  # the model played the rest
+    assert got == [alone.score, 0.0]
+
+    grpo = run_training(grpo_job(base, tmp_path / "grpo", continuation="model"))
+    assert grpo.steps == 2 and grpo.lineage["continuation"] == "model"
+    assert "rewards/reward_model_continuation/mean" in grpo.history[-1]
 
 
 def test_resume_and_cancel(base: Path, examples: list, tmp_path: Path) -> None:
@@ -131,6 +156,7 @@ def test_lora_is_merged_into_a_plain_folder(base: Path, examples: list, tmp_path
         ({"kind": "grpo", "rows": [("bilateral", 1)], "eval_examples": [{}]}, "are for sft"),
         ({"kind": "grpo"}, "rows or episodes"),
         ({"kind": "grpo", "rows": [("bilateral", 1)], "scale_rewards": "std"}, "scale_rewards"),
+        ({"kind": "grpo", "rows": [("bilateral", 1)], "continuation": "human"}, "continuation"),
     ],
 )
 def test_bad_jobs_write_nothing(
