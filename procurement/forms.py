@@ -14,7 +14,7 @@ from procurement.limits import (
     MAX_SEEDS_PER_SWEEP,
     validate_sweep_grid,
 )
-from procurement.models import PolicyConfig, Scenario, TrainingKind
+from procurement.models import GrpoContinuation, PolicyConfig, Scenario, TrainingKind
 from procurement.selectors.evaluations import evaluation_buyer_names, evaluation_lineup_names
 from procurement.services.training import (
     DEFAULT_LEARNING_RATE,
@@ -186,6 +186,15 @@ class StartTrainingForm(forms.Form):
     lora = forms.BooleanField(
         required=False, label="LoRA", help_text="Adapters, merged at the end."
     )
+    continuation = forms.ChoiceField(
+        choices=GrpoContinuation.choices,
+        initial=GrpoContinuation.EXPERT,
+        required=False,  # an sft run samples no replies: the expert, as the default
+        widget=forms.RadioSelect,
+        label="GRPO: after a sampled reply, the rest is played by",
+        help_text="Its episode's score is the reply's reward. The model itself sees its own "
+        "closing, at the cost of playing whole episodes.",
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -206,6 +215,7 @@ class StartTrainingForm(forms.Form):
             max_steps=data["max_steps"],
             learning_rate=data["learning_rate"],
             lora=data["lora"],
+            continuation=data["continuation"] or GrpoContinuation.EXPERT,
         )
 
 

@@ -13,7 +13,7 @@ from procurement.models.evaluation import (
 from procurement.models.policy import PolicyConfig
 from procurement.models.scenario import Scenario
 from procurement.models.sweep import Sweep, SweepCell, SweepStatus
-from procurement.models.training import TrainingKind, TrainingRun, TrainingStatus
+from procurement.models.training import GrpoContinuation, TrainingKind, TrainingRun, TrainingStatus
 
 __all__ = [
     "ApprovalRequest",
@@ -25,6 +25,7 @@ __all__ = [
     "EvaluationPart",
     "EvaluationPiece",
     "EvaluationStatus",
+    "GrpoContinuation",
     "PolicyConfig",
     "RequirementTemplate",
     "Scenario",

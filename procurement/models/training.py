@@ -14,6 +14,14 @@ class TrainingKind(models.TextChoices):
     GRPO = "grpo", "GRPO (reinforcement, reward = episode score)"
 
 
+class GrpoContinuation(models.TextChoices):
+    """Who plays an episode's rest after a sampled GRPO reply (negotiation.training's
+    ``Continuation``): the reward is that episode's score."""
+
+    EXPERT = "expert", "the expert (one-step credit, cheap)"
+    MODEL = "model", "the model itself (whole-episode rollouts)"
+
+
 class TrainingRun(models.Model):
     """One training of a language-model buyer from stored episodes, on a gpu worker.
 
@@ -40,6 +48,12 @@ class TrainingRun(models.Model):
     max_steps = models.PositiveIntegerField()
     learning_rate = models.FloatField()
     lora = models.BooleanField(default=False)
+    continuation = models.CharField(
+        max_length=8,
+        choices=GrpoContinuation.choices,
+        default=GrpoContinuation.EXPERT,
+        help_text="GRPO: who plays an episode's rest after a sampled reply, for its reward.",
+    )
     status = models.CharField(
         max_length=16, choices=TrainingStatus.choices, default=TrainingStatus.QUEUED
     )

@@ -71,12 +71,6 @@ def episode_sources(episode_ids: Collection[int]) -> list[EpisodeSource]:
     ]
 
 
-def episode_rows(episode_ids: Collection[int]) -> list[tuple[str, int]]:
-    """(scenario name, seed) of each episode: GRPO plays fresh groups on those seeds."""
-    rows = Episode.objects.filter(pk__in=list(episode_ids)).order_by("pk")
-    return list(rows.values_list("scenario_name", "seed"))
-
-
 def trainable_base(name: str) -> PolicyConfig | None:
     """The llm policy (transformers backend, a local model folder) called ``name``: what a
     run may start from besides the shipped model."""

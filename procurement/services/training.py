@@ -30,15 +30,20 @@ from django.utils import timezone
 from negotiation.llm import vllm_backend
 from negotiation.llm.models import DEFAULT_ALIASES, resolve_model
 from negotiation.policies.params import LLMParams
-from negotiation.scenarios import list_presets
 from negotiation.training import TrainHooks, TrainJob, chat_examples, run_training
 from procurement import dispatch
 from procurement.errors import ApplicationError, Conflict
-from procurement.models import PolicyConfig, Scenario, TrainingKind, TrainingRun, TrainingStatus
+from procurement.models import (
+    GrpoContinuation,
+    PolicyConfig,
+    Scenario,
+    TrainingKind,
+    TrainingRun,
+    TrainingStatus,
+)
 from procurement.run_plan import GPU_QUEUE
 from procurement.selectors.episodes import unknown_names
 from procurement.selectors.training import (
-    episode_rows,
     episode_sources,
     trainable_base,
     training_source_episodes,
@@ -86,6 +91,7 @@ class TrainingRequest:
     max_steps: int = 20
     learning_rate: float = DEFAULT_LEARNING_RATE
     lora: bool = False
+    continuation: str = GrpoContinuation.EXPERT
 
 
 @dataclass
@@ -121,14 +127,14 @@ def _check(request: TrainingRequest) -> _Checked:
     unknown = [s for s in scenarios if not Scenario.objects.filter(name=s).exists()]
     if unknown:
         raise TrainingRequestError("scenarios", f"Unknown scenario(s): {', '.join(unknown)}.")
-    if request.kind == TrainingKind.GRPO:
-        # GRPO plays new episodes by preset name (negotiation.training.grpo)
-        custom = [s for s in scenarios if s not in list_presets()]
-        if custom:
-            raise TrainingRequestError(
-                "scenarios",
-                f"GRPO plays preset scenarios only; not presets: {', '.join(custom)}.",
-            )
+    if request.continuation not in GrpoContinuation.values:
+        raise TrainingRequestError(
+            "continuation",
+            f"Unknown continuation '{request.continuation}'; use "
+            f"{' or '.join(GrpoContinuation.values)}.",
+        )
+    if request.kind != TrainingKind.GRPO and request.continuation != GrpoContinuation.EXPERT:
+        raise TrainingRequestError("continuation", "A continuation is a GRPO setting.")
     if unknown_names("policy", [request.source_policy]):
         raise TrainingRequestError("source_policy", f"Unknown policy '{request.source_policy}'.")
     _check_numbers(request)
@@ -203,6 +209,7 @@ def training_create(*, request: TrainingRequest, user=None, enqueue: bool = True
         max_steps=request.max_steps,
         learning_rate=request.learning_rate,
         lora=request.lora,
+        continuation=request.continuation,
         output_dir=str(training_output_dir(request.name)),
         created_by=user,
     )
@@ -374,19 +381,19 @@ def _job(run: TrainingRun) -> TrainJob:
         max_steps=run.max_steps,
         learning_rate=run.learning_rate,
         lora=run.lora,
+        continuation=run.continuation,
         save_every=settings.TRAINING_SAVE_EVERY,
         max_prompt_chars=play.max_prompt_chars,
         max_completion_tokens=play.max_tokens,
         data_summary=summary,
     )
+    sources = episode_sources(run.source_episode_ids)
     if run.kind == TrainingKind.SFT:
         job.examples = chat_examples(
-            episode_sources(run.source_episode_ids),
-            max_prompt_chars=play.max_prompt_chars,
-            max_tokens=play.max_tokens,
+            sources, max_prompt_chars=play.max_prompt_chars, max_tokens=play.max_tokens
         )
-    else:
-        job.rows = episode_rows(run.source_episode_ids)
+    else:  # GRPO samples its groups in the states the stored episodes reached
+        job.states = sources
     return job
 
 

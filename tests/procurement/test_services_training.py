@@ -96,6 +96,8 @@ def test_unknown_base(expert_episodes, snapshot_counts) -> None:
         ({"min_score": 1.5}, "min_score"),
         ({"learning_rate": 0.0}, "learning_rate"),
         ({"source_policy": "nobody"}, "source_policy"),
+        ({"kind": "grpo", "continuation": "human"}, "continuation"),
+        ({"continuation": "model"}, "continuation"),  # an sft run samples no replies
     ],
 )
 def test_other_bad_values(expert_episodes, snapshot_counts, change, field) -> None:

@@ -92,6 +92,7 @@ def test_ops_start_then_cancel(user_with_role, expert_episodes) -> None:
         ({"min_score": "0.99"}, "No stored episodes"),
         ({"episodes": "0"}, "greater than or equal to 1"),
         ({"base": "nope"}, "Select a valid choice"),
+        ({"continuation": "model"}, "A continuation is a GRPO setting"),
     ],
 )
 def test_a_bad_start_shows_why(user_with_role, expert_episodes, change, message) -> None:
@@ -109,6 +110,7 @@ def test_a_bad_start_shows_why(user_with_role, expert_episodes, change, message)
         (["--min-score", "0.99"], "--episodes: No stored episodes"),
         (["--name", "expert"], "--name: A policy is called"),
         (["--base", "gpt-9"], "--base: Unknown base"),
+        (["--continuation", "model"], "--continuation: A continuation is a GRPO setting"),
     ],
 )
 def test_train_command_errors(expert_episodes, args, message) -> None:

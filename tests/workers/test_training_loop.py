@@ -1,5 +1,6 @@
 """The whole training loop through the product on a tiny local model (no download):
-stored expert episodes -> SFT 2 steps -> GRPO 2 steps on top -> registered ``llm``
+stored expert episodes -> SFT 2 steps -> GRPO 2 steps on top (in those episodes' states,
+the model playing each reply's episode to its end) -> registered ``llm``
 policies -> one episode played by the trained model, every step through the gpu-queue
 task path (the embedded runner's model lane)."""
 
@@ -59,8 +60,18 @@ def test_export_sft_grpo_policy_episode(tmp_path: Path, settings) -> None:
     sft = _train(runner, kind="sft", base="tiny", scenarios=["bilateral"], name="tiny-sft")
     assert all("loss" in p and "learning_rate" in p for p in sft.metrics)
     assert sorted(sft.source_episode_ids) == sorted(e for e in _expert_episode_ids())
-    grpo = _train(runner, kind="grpo", base="tiny-sft", scenarios=["bilateral"], name="tiny-grpo")
+    # GRPO in the stored episodes' own states, each reply's episode finished by the model
+    grpo = _train(
+        runner,
+        kind="grpo",
+        base="tiny-sft",
+        scenarios=["bilateral"],
+        name="tiny-grpo",
+        continuation="model",
+    )
     assert all("reward" in p for p in grpo.metrics)
+    assert grpo.lineage["continuation"] == "model"
+    assert grpo.lineage["data"]["state_episodes"] == 2 and grpo.lineage["data"]["rows"] == 0
     assert grpo.lineage["base_lineage"] == sft.lineage  # the chain back to the shipped base
     assert grpo.base_model == sft.policy.model
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from procurement.errors import ApplicationError
-from procurement.models import TrainingKind, TrainingRun, TrainingStatus
+from procurement.models import GrpoContinuation, TrainingKind, TrainingRun, TrainingStatus
 from procurement.services.scenarios import presets_seed
 from procurement.services.training import (
     DEFAULT_LEARNING_RATE,
@@ -35,6 +35,13 @@ class Command(BaseCommand):
         parser.add_argument("--max-steps", type=int, default=20)
         parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE)
         parser.add_argument("--lora", action="store_true", help="LoRA adapters, merged at the end")
+        parser.add_argument(
+            "--continuation",
+            choices=GrpoContinuation.values,
+            default=GrpoContinuation.EXPERT,
+            help="GRPO: who plays an episode's rest after a sampled reply (its score is the "
+            "reply's reward): the expert, or the model itself (whole-episode rollouts)",
+        )
 
     def handle(self, *args, kind: str, name: str, **opts) -> None:
         presets_seed()
@@ -81,6 +88,7 @@ class Command(BaseCommand):
             max_steps=opts["max_steps"],
             learning_rate=opts["learning_rate"],
             lora=opts["lora"],
+            continuation=opts["continuation"],
         )
         try:
             return training_create(request=request, enqueue=False)
