@@ -46,7 +46,7 @@ from negotiation.training import (
 )
 from negotiation.training.contract import Continuation, ScaleRewards
 from negotiation.training.grpo import expert_sources
-from negotiation.training.report import CURVES_FILE, REPORT_DIR, write_report
+from negotiation.training.report import CURVES_FILE, REPORT_DIR, Cell, write_report
 
 BILATERAL = bilateral_presets()
 BASELINES = ("expert", "always_accept", "random")
@@ -191,11 +191,19 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
             continue
         backend = get_backend("transformers", str(folder), device=args.device)
         for preset in args.eval_presets:
+            stats = backend.stats
+            computed, written = stats.prompt_tokens - stats.cached_tokens, stats.completion_tokens
             started = time.perf_counter()
             results = play_model(backend, preset, seeds, args)
             wall = time.perf_counter() - started
-            table.append(cell(preset, label, results, wall))
-            print(f"  {label} on {preset}: {wall:.0f} s", flush=True)
+            computed = stats.prompt_tokens - stats.cached_tokens - computed
+            written = stats.completion_tokens - written
+            table.append(cell(preset, label, results, wall, computed, written))
+            print(
+                f"  {label} on {preset}: {wall:.0f} s, prefill {computed / wall:.0f} tokens/s, "
+                f"decode {written / wall:.1f} tokens/s (all episodes at once)",
+                flush=True,
+            )
         del backend
     for name in BASELINES:
         for preset in args.eval_presets:
@@ -204,7 +212,9 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
     return table
 
 
-def cell(preset: str, policy: str, results: list[Any], wall: float) -> dict[str, Any]:
+def cell(
+    preset: str, policy: str, results: list[Any], wall: float, prefill: int = 0, decode: int = 0
+) -> dict[str, Any]:
     rows = [row(r) for r in results]
     numbers = summarise(rows, key=f"{preset}/{policy}", metrics=METRICS)
     # What it played (a model that never awards scores 0 however well it haggles), and
@@ -214,6 +224,8 @@ def cell(preset: str, policy: str, results: list[Any], wall: float) -> dict[str,
         "preset": preset,
         "policy": policy,
         "wall_s": round(wall, 1),
+        "prefill_tokens": prefill,
+        "decode_tokens": decode,
         **numbers,
         "actions": dict(actions.most_common()),
         "scores": {str(r.seed): r.score for r in results},
@@ -246,14 +258,22 @@ def differences(
     return out
 
 
+def speed(c: dict[str, Any]) -> str:
+    """A model cell's play throughput (the report's Cell rates); n/a for a rule buyer."""
+    model = Cell.model_validate(c)
+    if model.decode_per_s is None:
+        return "n/a"
+    return f"{model.prefill_per_s or 0:.0f}, {model.decode_per_s:.1f}"
+
+
 def markdown(table: list[dict[str, Any]]) -> str:
     def num(x: Any) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
     lines = [
         "| preset | policy | n | score [95 % CI] | deal rate | buyer share | invalid | fallback "
-        "| actions played |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| actions played | play tokens/s (prefill, decode) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in table:
         s = c["score"]
@@ -263,7 +283,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
             f"{num(c['buyer_share'])} | {num(c['invalid_action_rate'])} | "
             f"{num(c['fallback_rate'])} | "
             + ", ".join(f"{k} {v}" for k, v in c["actions"].items())
-            + " |"
+            + f" | {speed(c)} |"
         )
     return "\n".join(lines)
 

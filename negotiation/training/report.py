@@ -49,6 +49,20 @@ class Cell(_Record):
     fallback_rate: float | None
     actions: dict[str, int] = {}  # action type -> times played
     scores: dict[str, float] = {}  # seed -> score, for paired differences
+    # A model's play: prompt tokens computed (its cache's reuse left out) and reply
+    # tokens written, all episodes together over wall_s; 0 for rule policies.
+    prefill_tokens: int = 0
+    decode_tokens: int = 0
+
+    @property
+    def prefill_per_s(self) -> float | None:
+        """Prompt tokens computed per second of play (None: no model, or not timed)."""
+        return self.prefill_tokens / self.wall_s if self.prefill_tokens and self.wall_s else None
+
+    @property
+    def decode_per_s(self) -> float | None:
+        """Reply tokens written per second of play (None: no model, or not timed)."""
+        return self.decode_tokens / self.wall_s if self.decode_tokens and self.wall_s else None
 
 
 class Difference(_Record):

@@ -3,6 +3,7 @@ its per-seed scores; paired differences over the same seeds; the table and curve
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from bench.train import markdown, markdown_differences
@@ -31,3 +32,25 @@ def test_the_report_pairs_seeds_and_counts_actions(tmp_path: Path) -> None:
         [d.model_dump() for d in report.differences]
     )
     assert (tmp_path / CURVES_FILE).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_models_cells_carry_its_play_throughput(tmp_path: Path) -> None:
+    """A model's row counts the tokens its play computed and wrote (from its backend's
+    own counts), and the table shows them per second; rule buyers show n/a."""
+    from bench.train import evaluate
+    from negotiation.training.report import Cell
+    from tests.llm_models import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "tiny", arch="llama", max_positions=8192)
+    args = argparse.Namespace(
+        play=None, eval_seeds=2, eval_presets=["bilateral"], device="cpu", max_prompt_chars=3000
+    )
+    table = evaluate(args, {"tiny": folder})
+    cells = {c["policy"]: Cell.model_validate(c) for c in table}
+    tiny = cells["tiny"]
+    assert tiny.prefill_tokens > 0 and tiny.decode_tokens > 0 and tiny.wall_s > 0
+    assert tiny.decode_per_s == tiny.decode_tokens / tiny.wall_s
+    assert cells["expert"].decode_per_s is None
+    rows = {line.split(" | ")[1]: line for line in markdown(table).splitlines()[2:]}
+    assert rows["tiny"].endswith(f"{tiny.prefill_per_s:.0f}, {tiny.decode_per_s:.1f} |")
+    assert rows["expert"].endswith("| n/a |")

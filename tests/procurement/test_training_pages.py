@@ -4,6 +4,8 @@ refused request shows its error and creates nothing. And ``manage.py train``'s e
 from __future__ import annotations
 
 import io
+import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -146,11 +148,18 @@ def test_the_admin_shows_a_runs_lineage_and_its_policys(admin_client, expert_epi
 def test_the_bench_report_is_on_the_page_with_its_curves(user_with_role, settings, tmp_path):
     settings.DATA_DIR = tmp_path
     report = plant_bench_report(tmp_path / REPORT_DIR, seeds=2)
+    # a model's row, as the bench writes one: its play's tokens over its wall time
+    results = tmp_path / REPORT_DIR / RESULTS_FILE
+    stored = json.loads(results.read_text())
+    stored["table"][0].update(wall_s=60.0, prefill_tokens=12_000, decode_tokens=600)
+    results.write_text(json.dumps(stored))
     client = _client(user_with_role, "analyst")
     html = client.get(reverse("training-list-page")).content.decode()
     table = html[html.index('id="training-bench-table"') :]
     for c in report.table:
         assert f'<td data-label="Buyer">{c.policy}</td>' in table
+    speeds = re.findall(r'data-label="Play tokens/s">([^<]*)<', table)
+    assert speeds == ["prefill 200, decode 10.0", "\N{EN DASH}", "\N{EN DASH}"]
     assert "always_accept \u2212 random" in html and "award_contract 2" in html
     assert f'src="{reverse("training-bench-curves")}"' in html
     image = client.get(reverse("training-bench-curves"))
