@@ -202,7 +202,7 @@ def build_trainer(job: Any, model: Any, tokenizer: Any, args: dict[str, Any], pe
     )
     reward = reward_episode_score
     if job.continuation == "model":
-        reward = ModelContinuation(job.max_prompt_chars)
+        reward = ModelContinuation(job.max_prompt_chars, job.max_completion_tokens)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=reward,

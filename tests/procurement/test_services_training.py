@@ -104,6 +104,15 @@ def test_other_bad_values(expert_episodes, snapshot_counts, change, field) -> No
     assert refused(replace(GOOD, **change), snapshot_counts).extra["field"] == field
 
 
+def test_the_continuations_offered_are_the_trainers() -> None:
+    from typing import get_args
+
+    from negotiation.training.contract import Continuation
+    from procurement.models import GrpoContinuation
+
+    assert set(GrpoContinuation.values) == set(get_args(Continuation))
+
+
 def test_a_trained_policy_is_a_base(expert_episodes, tmp_path) -> None:
     policy_create(name="tiny", policy="llm", backend="transformers", model=str(tmp_path))
     run = training_create(request=replace(GOOD, base="tiny"), enqueue=False)
