@@ -45,6 +45,7 @@ from .prompts import (
 )
 
 FIRST_TURN_SHARE = 2  # a restart's whole-state turn may take 1/2 of the chat's limit
+MAX_NOT_ACTION_CHARS = 300  # how much of a stored non-action a chat keeps
 TEXT_FIELDS = 2  # an action's free-text fields (message, rationale) share its reply budget
 
 
@@ -128,10 +129,6 @@ def valid_changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
     return lines
 
 
-def _compact(action: dict[str, Any]) -> str:
-    return json.dumps(action)  # the separators constrained decoding writes
-
-
 def _changes(prev: Observation, obs: Observation) -> list[str]:
     """What changed between two observations, as the buyer needs to hear it."""
     out = []
@@ -213,9 +210,14 @@ class BuyerChat:
     def answer(self, text: str) -> None:
         self.messages.append(ChatMessage("assistant", text))
 
-    def answer_action(self, action: dict[str, Any]) -> None:
-        """Record an action the model did not write itself (a fallback's) as its turn."""
-        self.answer(_compact(action))
+    def answer_action(self, action: Any, *, max_tokens: int) -> None:
+        """Record an action the model did not write itself (a fallback's, or a stored one
+        replayed) as its turn: the reply a constrained decoder writes for it, as training
+        data writes every turn; what is no buyer action, as its text."""
+        try:
+            self.answer(action_reply(action, max_tokens=max_tokens))
+        except (AttributeError, ValueError):
+            self.answer(str(action)[:MAX_NOT_ACTION_CHARS])
 
     def _size(self) -> int:
         return sum(len(m.content) for m in self.messages[1:])

@@ -36,7 +36,7 @@ from ..llm.replies import (
 from ..observation import Observation
 from .action_schema import Narration, Rationale, parse_action
 from .base import DecisionMeta, Policy
-from .buyer_chat import TEXT_FIELDS, BuyerChat, action_reply
+from .buyer_chat import TEXT_FIELDS, BuyerChat
 from .params import LLMParams
 from .prompts import narrator_messages
 
@@ -93,10 +93,7 @@ class LLMBuyerPolicy(Policy):
         if self.mode != "free":
             return  # narrator mode keeps no chat
         self.chat.prompt(obs, valid_actions(obs))
-        try:
-            self.chat.answer(action_reply(action, max_tokens=self.max_tokens))
-        except (AttributeError, ValueError):  # a stored action that was no action
-            self.chat.answer(str(action)[:ERROR_CHARS])
+        self.chat.answer_action(action, max_tokens=self.max_tokens)
 
     # ------------------------------------------------------------------ modes
     def _free(self, obs: Observation) -> dict[str, Any]:
@@ -107,13 +104,13 @@ class LLMBuyerPolicy(Policy):
         result = self._generate(obs, messages, schema)
         if not result.ok:
             action = self._fall_back(obs, None, result.error or "backend error", parse=False)
-            self.chat.answer_action(action)
+            self.chat.answer_action(action, max_tokens=self.max_tokens)
             return action
         text, cut = self._reply_text(result)
         action, error = parse_action(text)
         if action is None:
             action = self._fall_back(obs, None, error or "unusable reply", parse=True)
-            self.chat.answer_action(action)
+            self.chat.answer_action(action, max_tokens=self.max_tokens)
             return action
         # Only a backend that ignores the schema gets here; the engine will say why.
         self.stats["llm_outside_mask"] += int(not mask.admits(action))

@@ -86,3 +86,16 @@ def test_later_turns_say_only_what_changed_of_the_status_and_the_valid_actions()
         chat.answer(json.dumps(action))
         obs = env.step(action).observation
     assert said_as_before and said_gone  # the episode exercised both
+
+
+def test_an_action_the_model_did_not_write_is_its_turn_as_a_decoder_writes_it() -> None:
+    """A fallback's (or a replayed) action: the schema's key order, no rationale, the
+    same separators; what is no action stays as its text."""
+    chat = BuyerChat(max_chars=3_000)
+    action = {"price": 5.5, "rationale": "why", "supplier_id": "S01", "requirement_id": "R01"}
+    chat.answer_action({**action, "action_type": "negotiate"}, max_tokens=96)
+    chat.answer_action("not an action", max_tokens=96)
+    assert [m.content for m in chat.messages] == [
+        '{"action_type": "negotiate", "supplier_id": "S01", "requirement_id": "R01", "price": 5.5}',
+        "not an action",
+    ]
