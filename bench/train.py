@@ -183,6 +183,12 @@ def row(res: Any) -> dict[str, Any]:
     }
 
 
+def play_tokens(stats: Any) -> tuple[int, int]:
+    """A backend's prompt tokens computed (its cache's reuse left out) and reply tokens
+    written so far."""
+    return stats.prompt_tokens - stats.cached_tokens, stats.completion_tokens
+
+
 def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[str, Any]]:
     seeds = range(HELD_OUT, HELD_OUT + args.eval_seeds)
     table = []
@@ -191,13 +197,12 @@ def evaluate(args: argparse.Namespace, folders: dict[str, Path]) -> list[dict[st
             continue
         backend = get_backend("transformers", str(folder), device=args.device)
         for preset in args.eval_presets:
-            stats = backend.stats
-            computed, written = stats.prompt_tokens - stats.cached_tokens, stats.completion_tokens
+            before = play_tokens(backend.stats)
             started = time.perf_counter()
             results = play_model(backend, preset, seeds, args)
             wall = time.perf_counter() - started
-            computed = stats.prompt_tokens - stats.cached_tokens - computed
-            written = stats.completion_tokens - written
+            after = play_tokens(backend.stats)
+            computed, written = after[0] - before[0], after[1] - before[1]
             table.append(cell(preset, label, results, wall, computed, written))
             print(
                 f"  {label} on {preset}: {wall:.0f} s, prefill {computed / wall:.0f} tokens/s, "

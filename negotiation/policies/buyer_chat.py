@@ -49,12 +49,12 @@ MAX_NOT_ACTION_CHARS = 300  # how much of a stored non-action a chat keeps
 TEXT_FIELDS = 2  # an action's free-text fields (message, rationale) share its reply budget
 
 
-def action_reply(action: dict[str, Any], *, max_tokens: int) -> str:
+def action_reply(action: Any, *, max_tokens: int) -> str:
     """The JSON a constrained decoder writes for ``action``: ``action_type``, then the
     action's fields in schema order, free text cut to the schema's ``maxLength``. The
     ``rationale`` is left out (optional, and it never changes the world): shorter replies
     train and play faster. Raises ValueError for what is no buyer action."""
-    spec = SPEC_BY_TYPE.get(action.get("action_type"))  # type: ignore[arg-type]
+    spec = SPEC_BY_TYPE.get(action.get("action_type")) if isinstance(action, dict) else None
     if spec is None:
         raise ValueError(f"not a buyer action: {str(action)[:200]}")
     text_max = text_max_for(max_tokens, TEXT_FIELDS)
@@ -216,7 +216,7 @@ class BuyerChat:
         data writes every turn; what is no buyer action, as its text."""
         try:
             self.answer(action_reply(action, max_tokens=max_tokens))
-        except (AttributeError, ValueError):
+        except ValueError:
             self.answer(str(action)[:MAX_NOT_ACTION_CHARS])
 
     def _size(self) -> int:
