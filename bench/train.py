@@ -46,6 +46,7 @@ from negotiation.training import (
 )
 from negotiation.training.contract import Continuation, ScaleRewards
 from negotiation.training.grpo import expert_sources
+from negotiation.training.noise import noisy_expert_sources
 from negotiation.training.report import CURVES_FILE, REPORT_DIR, Cell, write_report
 
 BILATERAL = bilateral_presets()
@@ -60,17 +61,19 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     sft_seeds = range(args.train_episodes)
     grpo_seeds = range(args.train_episodes, args.train_episodes + args.grpo_seeds)
     assert max(grpo_seeds, default=0) < HELD_OUT
-    sources = expert_sources([(p, s) for p in args.train_presets for s in sft_seeds])
+    rows = [(p, s) for p in args.train_presets for s in sft_seeds]
+    sources = noisy_expert_sources(rows, rate=args.noise) if args.noise else expert_sources(rows)
     examples = chat_examples(sources, max_prompt_chars=args.max_prompt_chars)
     # held-out chats for the loss curve: evaluation seeds, never trained on
     held_out = expert_sources(
         [(p, s) for p in args.eval_presets for s in range(HELD_OUT, HELD_OUT + args.eval_chats)]
     )
     eval_examples = chat_examples(held_out, max_prompt_chars=args.max_prompt_chars)
+    replies = [m for e in examples for m in e["messages"] if m["role"] == "assistant"]
     print(
-        f"data: {len(sources)} expert episodes (mean score "
+        f"data: {len(sources)} expert episodes (noise {args.noise}, mean score "
         f"{sum(s.score or 0 for s in sources) / len(sources):.3f}), {len(examples)} chats, "
-        f"{sum(m['role'] == 'assistant' for e in examples for m in e['messages'])} replies"
+        f"{len(replies)} replies, {sum(not m.get('learn', True) for m in replies)} untaught"
     )
 
     def log(kind: str):
@@ -100,6 +103,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
             grad_accum=args.grad_accum,
             data_summary={
                 "policy": "expert",
+                "noise": args.noise,
                 "presets": args.train_presets,
                 "episodes": len(sources),
             },
@@ -354,6 +358,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sft-steps", type=int, default=30)
     p.add_argument("--sft-lr", type=float, default=5e-5, help="2e-4 suits --lora")
     p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="share of the expert's raises cut short in the SFT data and not learned from "
+        "(negotiation/training/noise.py): states its own small raises lead the model to",
+    )
     p.add_argument(
         "--eval-chats",
         type=int,

@@ -31,12 +31,15 @@ class EpisodeSource:
     """One stored episode, as much of it as replaying needs: the scenario (a preset name
     or a config dict), the seed, and the buyer's actions in the order they were played
     (the engine is deterministic, so these rebuild every observation). ``score`` (the
-    episode's final score, when known) is used only for filtering and the data summary."""
+    episode's final score, when known) is used only for filtering and the data summary.
+    ``untaught``: indices of actions that are played and shown in the chat but not learned
+    from (injected noise, ``noise.py``): the states after them are trained, they are not."""
 
     scenario: str | dict[str, Any]
     seed: int
     actions: tuple[dict[str, Any], ...] | list[dict[str, Any]]
     score: float | None = None
+    untaught: frozenset[int] = frozenset()
 
 
 @dataclass(slots=True)

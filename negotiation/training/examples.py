@@ -62,17 +62,35 @@ def replay(
         obs = env.step(action).observation
 
 
+LEARN = "learn"  # a message key: False on an assistant turn that carries no loss
+
+
 def _chats(
     source: EpisodeSource, max_prompt_chars: int, max_tokens: int
-) -> Iterator[list[ChatMessage]]:
-    """Each chat of one episode (one, or more when it restarts), with its last reply."""
-    current: list[ChatMessage] = []
-    for messages, action in replay(source, max_prompt_chars, max_tokens):
+) -> Iterator[list[dict[str, Any]]]:
+    """Each chat of one episode (one, or more when it restarts), with its last reply, as
+    message dicts; a reply of ``source.untaught`` is marked ``learn: False``."""
+    current: list[dict[str, Any]] = []
+    untaught: set[int] = set()  # positions of the current chat's untaught replies
+    for k, (messages, action) in enumerate(replay(source, max_prompt_chars, max_tokens)):
         if current and len(messages) <= len(current):  # the chat started again
             yield current
-        current = [*messages, ChatMessage("assistant", action_reply(action, max_tokens=max_tokens))]
+            untaught = set()
+        if k in source.untaught:
+            untaught.add(len(messages))
+        current = [
+            _message(m.role, m.content, i not in untaught)
+            for i, m in enumerate(
+                (*messages, ChatMessage("assistant", action_reply(action, max_tokens=max_tokens)))
+            )
+        ]
     if current:
         yield current
+
+
+def _message(role: str, content: str, learn: bool) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "content": content}
+    return message if learn else {**message, LEARN: False}
 
 
 def chat_examples(
@@ -87,12 +105,13 @@ def chat_examples(
     with; pass the policy's ``max_prompt_chars`` and ``max_tokens`` if not the defaults),
     each action written as the reply a constrained decoder writes (``action_reply``). A
     chat that outgrows the prompt budget restarts, as at play time; each restart begins a
-    new example. Only assistant turns carry loss (``sft.py``). Raises TrainingError for an
+    new example. Only assistant turns carry loss (``sft.py``), and not those of the
+    source's ``untaught`` actions (marked ``"learn": False``). Raises TrainingError for an
     unknown scenario or an episode whose actions do not replay."""
     if mode != "free":
         raise TrainingError(f"only free mode is trained, not {mode!r}")
-    out = []
-    for source in sources:
-        for chat in _chats(source, max_prompt_chars, max_tokens):
-            out.append({"messages": [{"role": m.role, "content": m.content} for m in chat]})
-    return out
+    return [
+        {"messages": chat}
+        for source in sources
+        for chat in _chats(source, max_prompt_chars, max_tokens)
+    ]

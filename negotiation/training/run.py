@@ -28,6 +28,7 @@ from .contract import (
     TrainJob,
     TrainOutcome,
 )
+from .examples import LEARN
 
 VERSIONS = ("torch", "transformers", "trl", "peft", "datasets")
 
@@ -156,9 +157,13 @@ def _last_checkpoint(output_dir: Path) -> str | None:
 def _data_summary(job: TrainJob) -> dict[str, Any]:
     summary = dict(job.data_summary)
     if job.kind == "sft":
-        turns = sum(sum(m["role"] == "assistant" for m in ex["messages"]) for ex in job.examples)
+        replies = [m for ex in job.examples for m in ex["messages"] if m["role"] == "assistant"]
+        learned = sum(m.get(LEARN, True) for m in replies)
         summary.update(
-            examples=len(job.examples), assistant_turns=turns, eval_examples=len(job.eval_examples)
+            examples=len(job.examples),
+            assistant_turns=learned,
+            untaught_turns=len(replies) - learned,
+            eval_examples=len(job.eval_examples),
         )
     else:
         played = [*job.rows, *((load_scenario(e.scenario).name, e.seed) for e in job.states)]

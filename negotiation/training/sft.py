@@ -12,17 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from .contract import TrainingError
+from .examples import LEARN
 
 
-def _ids(tokenizer: Any, messages: list[dict[str, str]], *, prompt: bool) -> list[int]:
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=prompt)
+def _ids(tokenizer: Any, messages: list[dict[str, Any]], *, prompt: bool) -> list[int]:
+    chat = [{"role": m["role"], "content": m["content"]} for m in messages]  # as played
+    text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=prompt)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def tokenize_chat(tokenizer: Any, messages: list[dict[str, str]]) -> dict[str, list[int]]:
-    """``input_ids`` and ``assistant_masks`` of one chat. Each assistant turn's prompt must
-    be a token prefix of the chat with that turn (true of ChatML-style templates);
-    otherwise the model would be trained on a text it never reads at play time."""
+def tokenize_chat(tokenizer: Any, messages: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """``input_ids`` and ``assistant_masks`` of one chat (an assistant turn marked
+    ``"learn": False`` is masked like a prompt). Each assistant turn's prompt must be a
+    token prefix of the chat with that turn (true of ChatML-style templates); otherwise
+    the model would be trained on a text it never reads at play time."""
     ids: list[int] = []
     mask: list[int] = []
     for i, message in enumerate(messages):
@@ -35,9 +38,10 @@ def tokenize_chat(tokenizer: Any, messages: list[dict[str, str]]) -> dict[str, l
                 "the model's chat template does not extend a chat by appending turns, so "
                 "the training text would differ from the play-time prompt"
             )
-        mask += [0] * (len(prompt) - len(ids)) + [1] * (len(full) - len(prompt))
+        learn = int(message.get(LEARN, True))
+        mask += [0] * (len(prompt) - len(ids)) + [learn] * (len(full) - len(prompt))
         ids = full
-    if not ids:
+    if not any(mask):
         raise TrainingError("an example has no assistant turn to learn from")
     return {"input_ids": ids, "assistant_masks": mask}
 

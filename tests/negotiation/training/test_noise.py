@@ -1,0 +1,73 @@
+"""Noise-injected expert episodes: what is cut, what is replayed, what carries no loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from negotiation.env import ProcurementEnv
+from negotiation.scenarios import load_scenario
+from negotiation.training import TrainingError, TrainJob, chat_examples
+from negotiation.training.grpo import expert_sources
+from negotiation.training.noise import noisy_expert_sources
+from negotiation.training.run import _data_summary
+from negotiation.training.sft import tokenize_chat
+from tests.llm_models import build_tiny_model
+
+ROWS = [("bilateral", s) for s in range(6)]
+
+
+def test_no_noise_is_the_experts_own_play() -> None:
+    clean = noisy_expert_sources(ROWS, rate=0.0)
+    assert [(s.actions, s.score) for s in clean] == [
+        (s.actions, s.score) for s in expert_sources(ROWS)
+    ]
+    assert not any(s.untaught for s in clean)
+
+
+def test_cut_offers_are_raises_cut_short_and_repeat() -> None:
+    noisy = noisy_expert_sources(ROWS, rate=0.5, seed=3)
+    assert noisy == noisy_expert_sources(ROWS, rate=0.5, seed=3)  # seeded: the data repeats
+    assert sum(len(s.untaught) for s in noisy) >= 6
+    for source in noisy:
+        env = ProcurementEnv(load_scenario(source.scenario))
+        obs = env.reset(seed=source.seed)
+        for k, action in enumerate(source.actions):
+            if k in source.untaught:
+                th = obs.threads[(action["supplier_id"], action["requirement_id"])]
+                assert action["action_type"] == "negotiate"
+                assert action["price"] >= th.rounds[-1].buyer_offer  # a raise, cut short
+            obs = env.step(action).observation
+        assert env.done and 0.0 <= (source.score or 0.0) <= 1.0
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5])
+def test_a_bad_rate_is_refused(rate: float) -> None:
+    with pytest.raises(TrainingError, match="noise rate"):
+        noisy_expert_sources(ROWS, rate=rate)
+
+
+def test_untaught_replies_carry_no_loss(tmp_path: Path) -> None:
+    source = next(s for s in noisy_expert_sources(ROWS, rate=0.5, seed=3) if s.untaught)
+    (chat,) = chat_examples([source])
+    replies = [m for m in chat["messages"] if m["role"] == "assistant"]
+    assert [k for k, m in enumerate(replies) if m.get("learn") is False] == sorted(source.untaught)
+
+    folder = build_tiny_model(tmp_path / "tiny", arch="llama", max_positions=8192)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    taught = tokenize_chat(tokenizer, chat["messages"])
+    plain = [{"role": m["role"], "content": m["content"]} for m in chat["messages"]]
+    everything = tokenize_chat(tokenizer, plain)
+    assert taught["input_ids"] == everything["input_ids"]  # the text is the one played
+    assert 0 < sum(taught["assistant_masks"]) < sum(everything["assistant_masks"])
+    untaught_only = [m if m["role"] != "assistant" else {**m, "learn": False} for m in plain]
+    with pytest.raises(TrainingError, match="no assistant turn"):
+        tokenize_chat(tokenizer, untaught_only)
+
+    job = TrainJob("sft", folder, tmp_path / "out", examples=[chat])
+    summary = _data_summary(job)
+    assert summary["untaught_turns"] == len(source.untaught)
+    assert summary["assistant_turns"] == len(replies) - len(source.untaught)
