@@ -22,7 +22,13 @@ from ..runner import run_episode
 from ..scenarios import load_scenario
 from .contract import EpisodeSource, TrainingError
 
-TEACHER = "expert"
+TEACHER = "expert"  # the policy whose episodes noise is put into, and who answers it
+
+
+def check_rate(rate: float) -> None:
+    """A noise rate is a share of the raises: 0-1. Raises TrainingError otherwise."""
+    if isinstance(rate, bool) or not (isinstance(rate, int | float) and 0.0 <= rate <= 1.0):
+        raise TrainingError(f"The noise rate is a share of the raises, 0-1; got {rate!r}")
 
 
 def under_raise(
@@ -47,8 +53,7 @@ def noisy_expert_sources(
     """The expert's play of each (scenario, seed) row with ``under_raise`` noise at
     ``rate`` (0-1; the draws are seeded by ``seed`` and the row, so the data repeats), the
     cut offers ``untaught``, each with its score."""
-    if not 0.0 <= rate <= 1.0:
-        raise TrainingError(f"the noise rate must be in 0-1, not {rate}")
+    check_rate(rate)
     out = []
     for scenario, episode_seed in rows:
         try:
