@@ -45,6 +45,7 @@ from negotiation.training import (
     run_training,
 )
 from negotiation.training.contract import Continuation, ScaleRewards
+from negotiation.training.examples import LEARN
 from negotiation.training.grpo import expert_sources
 from negotiation.training.noise import noisy_expert_sources
 from negotiation.training.report import CURVES_FILE, REPORT_DIR, Cell, write_report
@@ -62,7 +63,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     grpo_seeds = range(args.train_episodes, args.train_episodes + args.grpo_seeds)
     assert max(grpo_seeds, default=0) < HELD_OUT
     rows = [(p, s) for p in args.train_presets for s in sft_seeds]
-    sources = noisy_expert_sources(rows, rate=args.noise) if args.noise else expert_sources(rows)
+    sources = noisy_expert_sources(rows, rate=args.noise)  # rate 0: the expert's own play
     examples = chat_examples(sources, max_prompt_chars=args.max_prompt_chars)
     # held-out chats for the loss curve: evaluation seeds, never trained on
     held_out = expert_sources(
@@ -73,7 +74,7 @@ def train(args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[st
     print(
         f"data: {len(sources)} expert episodes (noise {args.noise}, mean score "
         f"{sum(s.score or 0 for s in sources) / len(sources):.3f}), {len(examples)} chats, "
-        f"{len(replies)} replies, {sum(not m.get('learn', True) for m in replies)} untaught"
+        f"{len(replies)} replies, {sum(not m.get(LEARN, True) for m in replies)} untaught"
     )
 
     def log(kind: str):

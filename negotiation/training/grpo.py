@@ -42,21 +42,14 @@ from ..policies.action_schema import parse_action
 from ..runner import run_episode
 from .contract import EpisodeSource, TrainingError
 from .examples import PLAY_MAX_TOKENS, replay
+from .noise import noisy_expert_sources
 
 CONTINUATION = "expert"  # plays the episode's rest after the sampled reply, and the states
 
 
 def expert_sources(rows: list[tuple[str, int]]) -> list[EpisodeSource]:
     """The expert's play of each (scenario, seed) row, with its score."""
-    out = []
-    for scenario, episode_seed in rows:
-        try:
-            played = run_episode(scenario, CONTINUATION, seed=episode_seed)
-        except Exception as exc:  # an unknown scenario, a bad seed
-            raise TrainingError(f"cannot play {scenario}/{episode_seed}: {exc}") from exc
-        actions = [s.action for s in played.steps]
-        out.append(EpisodeSource(scenario, episode_seed, actions, played.score))
-    return out
+    return noisy_expert_sources(rows, rate=0.0)
 
 
 def decision_points(

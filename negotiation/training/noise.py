@@ -18,7 +18,6 @@ from typing import Any
 from ..env import ProcurementEnv
 from ..observation import Observation
 from ..policies import get_policy
-from ..runner import run_episode
 from ..scenarios import load_scenario
 from .contract import EpisodeSource, TrainingError
 
@@ -52,17 +51,17 @@ def noisy_expert_sources(
 ) -> list[EpisodeSource]:
     """The expert's play of each (scenario, seed) row with ``under_raise`` noise at
     ``rate`` (0-1; the draws are seeded by ``seed`` and the row, so the data repeats), the
-    cut offers ``untaught``, each with its score."""
+    cut offers ``untaught``, each with its score. Rate 0 is the expert's own play."""
     check_rate(rate)
     out = []
     for scenario, episode_seed in rows:
         try:
             env = ProcurementEnv(load_scenario(scenario))
-        except Exception as exc:  # the scenario loader raises several kinds
+            obs = env.reset(seed=episode_seed)
+        except Exception as exc:  # an unknown scenario, a bad seed: several kinds
             raise TrainingError(f"cannot play {scenario}/{episode_seed}: {exc}") from exc
         rng = random.Random(f"{seed}/{scenario}/{episode_seed}")
         teacher = get_policy(TEACHER, seed=episode_seed)
-        obs = env.reset(seed=episode_seed)
         actions: list[dict[str, Any]] = []
         untaught: set[int] = set()
         while not env.done:
@@ -73,6 +72,6 @@ def noisy_expert_sources(
                 action = cut
             actions.append(action)
             obs = env.step(action).observation
-        score = run_episode(scenario, TEACHER, seed=episode_seed, actions_prefix=actions).score
+        score = env.score().score
         out.append(EpisodeSource(scenario, episode_seed, actions, score, frozenset(untaught)))
     return out

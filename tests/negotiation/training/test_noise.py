@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from negotiation.env import ProcurementEnv
+from negotiation.runner import run_episode
 from negotiation.scenarios import load_scenario
 from negotiation.training import TrainingError, TrainJob, chat_examples
-from negotiation.training.grpo import expert_sources
 from negotiation.training.noise import noisy_expert_sources
 from negotiation.training.run import _data_summary
 from negotiation.training.sft import tokenize_chat
@@ -20,8 +20,9 @@ ROWS = [("bilateral", s) for s in range(6)]
 
 def test_no_noise_is_the_experts_own_play() -> None:
     clean = noisy_expert_sources(ROWS, rate=0.0)
+    played = [run_episode(scenario, "expert", seed=seed) for scenario, seed in ROWS]
     assert [(s.actions, s.score) for s in clean] == [
-        (s.actions, s.score) for s in expert_sources(ROWS)
+        ([st.action for st in p.steps], p.score) for p in played
     ]
     assert not any(s.untaught for s in clean)
 
@@ -42,10 +43,15 @@ def test_cut_offers_are_raises_cut_short_and_repeat() -> None:
         assert env.done and 0.0 <= (source.score or 0.0) <= 1.0
 
 
-@pytest.mark.parametrize("rate", [-0.1, 1.5])
+@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan"), True])
 def test_a_bad_rate_is_refused(rate: float) -> None:
     with pytest.raises(TrainingError, match="noise rate"):
         noisy_expert_sources(ROWS, rate=rate)
+
+
+def test_a_world_that_cannot_be_played_is_a_training_error() -> None:
+    with pytest.raises(TrainingError, match="cannot play atlantis/0"):
+        noisy_expert_sources([("atlantis", 0)], rate=0.3)
 
 
 def test_untaught_replies_carry_no_loss(tmp_path: Path) -> None:
